@@ -1,0 +1,12 @@
+"""gpuensembles: very large stochastic ensembles on GPUs, returned as labeled xarray Datasets.
+
+Importing this package never touches CUDA; the backend is chosen when a run starts.
+"""
+
+from . import analysis  # noqa: F401  (registers the Dataset accessors)
+from .io import open_dataset, version
+from .models.josephson import escape_times
+
+__version__ = version()
+
+__all__ = ["escape_times", "open_dataset", "__version__"]

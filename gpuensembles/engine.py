@@ -1,0 +1,253 @@
+"""Plan -> chunks -> tasks -> arrays: the machinery every run function shares.
+
+A run function validates its physical parameters, then hands the engine
+
+* the parameters (scalars, 1-D arrays or 1-D DataArrays),
+* a *kernel spec* naming a module-level kernel factory and its arguments, so that a
+  task can rebuild (and compile) the kernel inside whichever process runs it,
+
+and gets back an int64 DataArray of shape ``(*sweep dims, realization)``.
+
+Randomness is keyed by ``(seed, stream)`` where the stream of a parameter point is its
+flat index in the full sweep grid, and counted by realization id. A block's numbers
+therefore depend only on which points and realizations it covers, never on chunking,
+worker count or backend.
+"""
+
+import math
+import secrets
+import sys
+from dataclasses import dataclass
+from typing import Callable
+
+import dask.array as da
+import numpy as np
+import xarray as xr
+
+from . import _backend
+
+REALIZATION = "realization"
+_MAX_PROGRESS_PIECES = 20
+_MIN_CPU_ITEMS_PER_PIECE = 4096
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def check_count(name: str, value, minimum: int = 1) -> int:
+    """Return ``value`` as int if it is an integer >= ``minimum``, else raise ValueError."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        if isinstance(value, (float, np.floating)) and float(value).is_integer():
+            value = int(value)
+        else:
+            raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def check_seed(seed) -> int:
+    """Validate a seed (0 <= seed < 2**32); ``None`` draws a fresh one from the OS."""
+    if seed is None:
+        return secrets.randbits(32)
+    seed = check_count("seed", seed, minimum=0)
+    if seed >= 2**32:
+        raise ValueError(f"seed must be an integer in [0, 2**32), got {seed!r}")
+    return seed
+
+
+def as_parameter(name: str, value) -> xr.DataArray:
+    """Turn a scalar, 1-D sequence or 1-D DataArray into a float64 DataArray.
+
+    Scalars become 0-d arrays; a 1-D array becomes dimension ``name`` with its values
+    as coordinate; a DataArray keeps its own dimension (so two parameters given on one
+    shared dimension vary together). Values must be finite.
+    """
+    if isinstance(value, xr.DataArray):
+        arr = value.astype(np.float64)
+        if arr.ndim > 1:
+            raise ValueError(f"{name} must be a scalar or 1-D, got dims {arr.dims}")
+        if arr.ndim == 1 and arr.dims[0] not in arr.coords:
+            arr = arr.assign_coords({arr.dims[0]: arr.values})
+    else:
+        try:
+            values = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be a real number or a 1-D array of them, got {value!r}") from None
+        if values.ndim > 1:
+            raise ValueError(f"{name} must be a scalar or 1-D, got shape {values.shape}")
+        if values.ndim == 1:
+            arr = xr.DataArray(values, dims=(name,), coords={name: values})
+        else:
+            arr = xr.DataArray(values)
+    if arr.ndim == 1 and arr.size == 0:
+        raise ValueError(f"{name} must not be empty")
+    if not np.all(np.isfinite(arr.values)):
+        raise ValueError(f"{name} must be finite (no NaN or inf), got {arr.values}")
+    if arr.ndim == 1 and len(set(arr[arr.dims[0]].values.tolist())) != arr.size:
+        raise ValueError(f"{name} has repeated values along {arr.dims[0]!r}: {arr.values}")
+    return arr.rename(name)
+
+
+def check_range(name: str, arr: xr.DataArray, low=-math.inf, high=math.inf, *, low_open=False, high_open=False):
+    """Raise ValueError unless every value of ``arr`` lies in the given interval."""
+    v = arr.values
+    ok_low = v > low if low_open else v >= low
+    ok_high = v < high if high_open else v <= high
+    if not (np.all(ok_low) and np.all(ok_high)):
+        interval = f"{'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+        bad = v[~(ok_low & ok_high)] if v.ndim else v
+        raise ValueError(f"{name} must lie in {interval}, got {bad}")
+
+
+# --------------------------------------------------------------------------- plan
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """How a task obtains its runner: ``factory(*args)`` must return a FirstPassageKernel."""
+
+    factory: Callable
+    args: tuple
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything needed to run an ensemble, independent of how it is chunked."""
+
+    params: tuple  # broadcast float64 DataArrays, in kernel row order
+    realizations: int
+    seed: int
+    max_steps: int
+    kernel: KernelSpec
+    backend: str
+
+    @property
+    def sweep_dims(self) -> tuple:
+        return self.params[0].dims if self.params else ()
+
+    @property
+    def shape(self) -> tuple:
+        return self.params[0].shape + (self.realizations,)
+
+    @property
+    def dims(self) -> tuple:
+        return self.sweep_dims + (REALIZATION,)
+
+    def table(self) -> np.ndarray:
+        """Parameter rows, shape ``(n_points, n_params)``, C order over the sweep dims."""
+        return np.stack([p.values.ravel() for p in self.params], axis=-1)
+
+
+def make_plan(params: dict, *, realizations, seed, max_steps, kernel: KernelSpec, backend: str) -> Plan:
+    """Broadcast validated parameters against each other and record the run settings."""
+    if backend not in _backend.BACKENDS:
+        raise ValueError(f"backend must be one of {_backend.BACKENDS}, got {backend!r}")
+    arrays = xr.broadcast(*params.values())
+    dims = arrays[0].dims
+    arrays = tuple(a.transpose(*dims) for a in arrays)
+    if REALIZATION in dims:
+        raise ValueError(f"no parameter may use the dimension name {REALIZATION!r}")
+    return Plan(
+        params=arrays,
+        realizations=check_count("realizations", realizations),
+        seed=check_seed(seed),
+        max_steps=check_count("max_steps", max_steps),
+        kernel=kernel,
+        backend=backend,
+    )
+
+
+def normalize_chunks(plan: Plan, chunks) -> tuple:
+    """Turn ``chunks`` (int: realizations per chunk; dict: per dimension) into dask chunks."""
+    sizes = dict(zip(plan.dims, plan.shape))
+    if isinstance(chunks, (int, np.integer)) and not isinstance(chunks, bool):
+        chunks = {REALIZATION: chunks}
+    if not isinstance(chunks, dict):
+        raise ValueError(f"chunks must be an int (realizations per chunk) or a dict {{dim: size}}, got {chunks!r}")
+    unknown = set(chunks) - set(sizes)
+    if unknown:
+        raise ValueError(f"chunks names unknown dimensions {sorted(unknown)}; the output has {list(sizes)}")
+    for dim, size in chunks.items():
+        check_count(f"chunks[{dim!r}]", size)
+    return tuple(_split(sizes[d], min(chunks.get(d, sizes[d]), sizes[d])) for d in plan.dims)
+
+
+def _split(n: int, size: int) -> tuple:
+    return (size,) * (n // size) + ((n % size,) if n % size else ())
+
+
+# --------------------------------------------------------------------------- execution
+
+
+def _active_client():
+    try:
+        from distributed import get_client
+
+        return get_client()
+    except (ImportError, ValueError):
+        return None
+
+
+def run_block(plan: Plan, location: tuple, **runner_options) -> np.ndarray:
+    """Run the realizations and points of one block; ``location`` holds one slice per dim.
+
+    Resolves the backend and compiles the kernel in the calling process (a dask worker,
+    or the user's process for eager runs).
+    """
+    *sweep, real = location
+    grid = plan.shape[:-1]
+    index = np.arange(math.prod(grid), dtype=np.int64).reshape(grid)[tuple(sweep)]
+    table = plan.table()[index.ravel()]
+    n_real = real.stop - real.start
+    out = np.empty((table.shape[0], n_real), dtype=np.int64)
+    runner = _backend.first_passage_runner(plan.kernel.factory(*plan.kernel.args), _backend.resolve(plan.backend))
+    runner(table, index.ravel().astype(np.uint32), real.start, plan.seed, plan.max_steps, out, **runner_options)
+    return out.reshape(index.shape + (n_real,))
+
+
+def _dask_block(plan, block_info=None):
+    return run_block(plan, tuple(slice(*loc) for loc in block_info[None]["array-location"]))
+
+
+def execute(plan: Plan, chunks=None, progress="auto"):
+    """Run ``plan``; return int64 ``(*sweep dims, realization)`` values and whether they are lazy.
+
+    Eager (numpy) unless ``chunks`` is given or a ``distributed.Client`` is active, in
+    which case a dask array is returned and nothing runs until it is computed.
+    """
+    client = _active_client()
+    if chunks is None and client is not None:
+        workers = max(1, len(client.scheduler_info().get("workers", {})))
+        chunks = {REALIZATION: -(-plan.realizations // (4 * workers))}
+    if chunks is not None:
+        dask_chunks = normalize_chunks(plan, chunks)
+        return da.map_blocks(_dask_block, plan, chunks=dask_chunks, dtype=np.int64, meta=np.empty((0,) * len(plan.dims), np.int64))
+    return _run_eager(plan, progress)
+
+
+def _run_eager(plan: Plan, progress) -> np.ndarray:
+    """Run in this process. On the GPU in one launch (the bar follows the kernel's work
+    counter); on the CPU in up to 20 realization slices (the bar advances per slice)."""
+    backend = _backend.resolve(plan.backend)
+    n_points = math.prod(plan.shape[:-1])
+    show = sys.stderr.isatty() if progress == "auto" else bool(progress)
+    sweep = tuple(slice(None) for _ in plan.shape[:-1])
+    out = np.empty(plan.shape, dtype=np.int64)
+    with _progress_bar(plan.realizations * n_points, show) as bar:
+        if backend == "cuda":
+            options = {"progress": lambda n: bar.update(n - bar.n)} if show else {}
+            out[...] = run_block(plan, sweep + (slice(0, plan.realizations),), **options)
+            return out
+        pieces = min(_MAX_PROGRESS_PIECES, n_points * plan.realizations // _MIN_CPU_ITEMS_PER_PIECE) if show else 1
+        bounds = np.linspace(0, plan.realizations, max(1, pieces) + 1).astype(int)
+        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            out[..., lo:hi] = run_block(plan, sweep + (slice(lo, hi),))
+            bar.update((hi - lo) * n_points)
+    return out
+
+
+def _progress_bar(total: int, show: bool):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, disable=not show, unit="realization", unit_scale=True, leave=False)

@@ -1,0 +1,1 @@
+"""One module per physical system: its scalar step functions, kernels and run function."""
