@@ -176,32 +176,32 @@ _CUDA_THREADS_PER_BLOCK = 128
 
 
 @numba.njit
-def _row(params, p):
-    return params[p]
+def _identity(array):
+    return array
 
 
-def _simulator_row(params, p):
+def _simulator_copy(array):
     # The simulator hands kernels wrapped arrays that CPU-jitted functions cannot unbox.
-    row = params[p]
-    return np.array([row[i] for i in range(len(row))])
+    return array.copy_to_host()
 
 
 def _cuda_first_passage(kernel):
     _cuda()
     prepare, init, advance = kernel.prepare, kernel.init, kernel.advance
-    row = _simulator_row if simulating_cuda() else _row
+    readable = _simulator_copy if simulating_cuda() else _identity
 
     @cuda.jit(fastmath=True)
     def run_kernel(params, streams, rid0, seed, max_steps, out, counter):
         # Persistent threads: a lane that finishes a realization takes the next one
         # from a global atomic counter, so a warp never idles behind its slowest lane.
         # The loop is flat (one body, a short refill branch) to keep warps converged.
+        params = readable(params)
         n_points, n_real = out.shape
         n_items = n_points * n_real
         item = cuda.atomic.add(counter, 0, 1)
         p = min(item, n_items - 1) // n_real
         r = min(item, n_items - 1) - p * n_real
-        coef = prepare(row(params, p))
+        coef = prepare(params[p])
         state = init(coef)
         while item < n_items:
             state, status = advance(state, coef, max_steps, seed, streams[p], rid0 + r)
@@ -211,7 +211,7 @@ def _cuda_first_passage(kernel):
                 if item < n_items:
                     p = item // n_real
                     r = item - p * n_real
-                    coef = prepare(row(params, p))
+                    coef = prepare(params[p])
                     state = init(coef)
 
     def run_cuda(params, streams, rid0, seed, max_steps, out, progress=None):
