@@ -1,28 +1,59 @@
-"""Print what the compiler made of the escape-time kernel: registers, local memory, fast math.
+"""What the compiler made of the escape-time kernel, and where the time of a call goes.
 
-    python -m benchmarks.inspect_kernel
+    python -m benchmarks.inspect_kernel [OUTDIR]
+
+Prints registers, local memory and counts of key instructions per dtype, times the bare
+runner (kernel + copies) against the full ``escape_times`` call, and writes PTX/SASS
+to OUTDIR when given.
 """
 
+import sys
+import time
+
+import numpy as np
+
+import gpuensembles as ge
 from gpuensembles import _backend
 from gpuensembles.models import josephson
 
+from .bench_escape_times import CASE, SIZES
 
-def main():
+OPS = ("sin.approx", "cos.approx", "lg2.approx", "sqrt.approx", "mul.wide.u32", "mul.hi.u32", "ld.local", "st.local",
+       "atom.global")
+
+
+def main(outdir=None):
+    row = np.array([[1.0, CASE["damping"], CASE["gamma"], CASE["D"], CASE["h"]]])
+    n = SIZES["cuda"]
     for dtype in ("float32", "float64"):
         runner = _backend.first_passage_runner(josephson.escape_kernel("underdamped", dtype), "cuda")
-        import numpy as np
-
-        out = np.empty((1, 64), dtype=np.int64)
-        runner(np.array([[1.0, 0.05, 0.5, 0.02, 0.004]]), np.zeros(1, np.uint32), 0, 1, 10**6, out)
+        out = np.empty((1, n), dtype=np.int64)
+        runner(row, np.zeros(1, np.uint32), 0, 1, 10**9, out[:, :4096])
         kernel = runner.kernel
-        sig = kernel.signatures[0]
-        ptx = kernel.inspect_asm(sig)
-        print(f"{dtype}: registers/thread {kernel.get_regs_per_thread(sig)}, "
-              f"local bytes/thread {kernel.get_local_mem_per_thread(sig)}, "
-              + ", ".join(f"{op} x{ptx.count(op)}" for op in ("sin.approx", "cos.approx", "lg2.approx", "sqrt.approx",
-                                                            "mul.wide.u32", "mul.hi.u32", "ld.local", "st.local",
-                                                            "atom.global")))
+        regs = next(iter(kernel.get_regs_per_thread().values()))
+        local = next(iter(kernel.get_local_mem_per_thread().values()))
+        ptx = next(iter(kernel.inspect_asm().values()))
+        print(f"{dtype}: registers/thread {regs}, local bytes/thread {local}, "
+              + ", ".join(f"{op} x{ptx.count(op)}" for op in OPS))
+        t0 = time.perf_counter()
+        runner(row, np.zeros(1, np.uint32), 0, 1, 10**9, out)
+        bare = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        ds = ge.escape_times(**CASE, realizations=n, seed=1, dtype=dtype, backend="cuda", progress=False)
+        full = time.perf_counter() - t0
+        steps = int(out.sum())
+        print(f"{dtype}: bare runner {bare:.3f} s ({steps / bare:.3e} steps/s), full call {full:.3f} s "
+              f"({int(ds.steps.sum()) / full:.3e} steps/s)")
+        if outdir:
+            with open(f"{outdir}/escape_{dtype}.ptx", "w") as f:
+                f.write(ptx)
+            try:
+                sass = next(iter(kernel.inspect_sass().values()))
+                with open(f"{outdir}/escape_{dtype}.sass", "w") as f:
+                    f.write(sass)
+            except Exception as err:  # nvdisasm missing
+                print("no SASS:", err)
 
 
 if __name__ == "__main__":
-    main()
+    main(*sys.argv[1:])
