@@ -8,7 +8,6 @@
 import argparse
 import math
 
-import numpy as np
 
 from . import baselines
 from .bench_escape_times import CASE, SIZES, gpu_available, package_steps

@@ -41,7 +41,15 @@ _MASK32 = np.uint64(0xFFFFFFFF)
 _SHIFT32 = np.uint64(32)
 
 jit = numba.jit(nopython=True)
-"""Decorator for functions shared by the CPU and CUDA targets (no fast-math: exact ints)."""
+"""Decorator for the integer functions shared by the CPU and CUDA targets."""
+
+#: Fast-math flags for floating-point functions shared by both targets. They are truthy
+#: for numba-cuda, which then uses the hardware approximations (``lg2.approx``,
+#: ``sin.approx``, ...); on the CPU they permit contraction and approximate functions but
+#: keep NaN/inf semantics. Results stay deterministic on each target.
+FASTMATH = {"contract", "afn", "arcp", "nsz"}
+fjit = numba.jit(nopython=True, fastmath=FASTMATH)
+"""Decorator for the floating-point functions shared by the CPU and CUDA targets."""
 
 
 @jit
@@ -109,7 +117,7 @@ _F32_HALF_ULP = np.float32(2.0**-33)
 _F32_BELOW_ONE = np.float32(1.0 - 2.0**-24)
 
 
-@jit
+@fjit
 def uint32_to_uniform_f32(x):
     """Map a uint32 to a float32 uniform strictly inside (0, 1).
 
@@ -121,7 +129,7 @@ def uint32_to_uniform_f32(x):
     return min(u, _F32_BELOW_ONE)
 
 
-@jit
+@fjit
 def uint32_to_uniform_f64(x):
     """Map a uint32 to a float64 uniform strictly inside (0, 1): ``(x + 1/2) * 2**-32`` exactly."""
     return (np.float64(x) + 0.5) * 2.0**-32
@@ -132,7 +140,7 @@ _F32_PI = np.float32(math.pi)
 _F32_MINUS_TWO = np.float32(-2.0)
 
 
-@jit
+@fjit
 def _box_muller_f32(a, b):
     # Angle in (-pi, pi): fast sin/cos are accurate there; the shift by pi only flips signs.
     r = math.sqrt(_F32_MINUS_TWO * math.log(uint32_to_uniform_f32(a)))
@@ -140,14 +148,14 @@ def _box_muller_f32(a, b):
     return r * math.cos(t), r * math.sin(t)
 
 
-@jit
+@fjit
 def _box_muller_f64(a, b):
     r = math.sqrt(-2.0 * math.log(uint32_to_uniform_f64(a)))
     t = uint32_to_uniform_f64(b) * (2.0 * math.pi) - math.pi
     return r * math.cos(t), r * math.sin(t)
 
 
-@jit
+@fjit
 def normals4_f32(seed, stream, realization, draw):
     """Four independent standard normals (float32) from one Philox block.
 
@@ -168,7 +176,7 @@ def normals4_f32(seed, stream, realization, draw):
     return z0, z1, z2, z3
 
 
-@jit
+@fjit
 def normals4_f64(seed, stream, realization, draw):
     """Four independent standard normals (float64) from one Philox block; see `normals4_f32`."""
     x0, x1, x2, x3 = _philox_draw(seed, stream, realization, draw)

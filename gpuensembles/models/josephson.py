@@ -16,7 +16,6 @@ where ``phi > pi - arcsin(gamma)`` (the barrier top).
 import functools
 import math
 
-import numba
 import numpy as np
 import xarray as xr
 
@@ -37,8 +36,6 @@ PARAMETERS = {
 #: Largest allowed ``h`` times the fastest deterministic rate of the well (see `_check_step`).
 MAX_STEP_TIMES_RATE = 0.1
 
-_FASTMATH = {"contract", "afn", "arcp", "nsz"}
-
 
 @functools.lru_cache(maxsize=None)
 def escape_kernel(model: str, dtype: str) -> _backend.FirstPassageKernel:
@@ -50,7 +47,7 @@ def escape_kernel(model: str, dtype: str) -> _backend.FirstPassageKernel:
     F = np.float32 if dtype == "float32" else np.float64
     normals4 = rng.normals4_f32 if dtype == "float32" else rng.normals4_f64
     overdamped = model == "overdamped"
-    jit = numba.jit(nopython=True, fastmath=_FASTMATH)
+    jit = rng.fjit
 
     @jit
     def prepare(par):
@@ -79,15 +76,30 @@ def escape_kernel(model: str, dtype: str) -> _backend.FirstPassageKernel:
 
     @jit
     def advance(state, coef, max_steps, seed, stream, realization):
+        # Written out (no loop over the four normals): a tuple indexed in a loop would
+        # live in local memory on the GPU.
         k, phi, v = state
-        zs = normals4(seed, stream, realization, k >> 2)
-        for j in range(4):
-            phi, v = euler(phi, v, zs[j], coef)
+        z0, z1, z2, z3 = normals4(seed, stream, realization, k >> 2)
+        if k + 4 <= max_steps:
+            phi, v = euler(phi, v, z0, coef)
+            if phi > coef[5]:
+                return (k + 1, phi, v), 1
+            phi, v = euler(phi, v, z1, coef)
+            if phi > coef[5]:
+                return (k + 2, phi, v), 1
+            phi, v = euler(phi, v, z2, coef)
+            if phi > coef[5]:
+                return (k + 3, phi, v), 1
+            phi, v = euler(phi, v, z3, coef)
+            if phi > coef[5]:
+                return (k + 4, phi, v), 1
+            return (k + 4, phi, v), (2 if k + 4 == max_steps else 0)
+        # last, partial block: at most three steps left before max_steps
+        for j in range(max_steps - k):
+            phi, v = euler(phi, v, z0 if j == 0 else (z1 if j == 1 else z2), coef)
             if phi > coef[5]:
                 return (k + j + 1, phi, v), 1
-            if k + j + 1 >= max_steps:
-                return (k + j + 1, phi, v), 2
-        return (k + 4, phi, v), 0
+        return (max_steps, phi, v), 2
 
     return _backend.FirstPassageKernel(prepare, init, advance)
 
