@@ -67,8 +67,6 @@ def as_parameter(name: str, value) -> xr.DataArray:
         arr = value.astype(np.float64)
         if arr.ndim > 1:
             raise ValueError(f"{name} must be a scalar or 1-D, got dims {arr.dims}")
-        if arr.ndim == 1 and arr.dims[0] not in arr.coords:
-            arr = arr.assign_coords({arr.dims[0]: arr.values})
     else:
         try:
             values = np.asarray(value, dtype=np.float64)
@@ -84,8 +82,8 @@ def as_parameter(name: str, value) -> xr.DataArray:
         raise ValueError(f"{name} must not be empty")
     if not np.all(np.isfinite(arr.values)):
         raise ValueError(f"{name} must be finite (no NaN or inf), got {arr.values}")
-    if arr.ndim == 1 and len(set(arr[arr.dims[0]].values.tolist())) != arr.size:
-        raise ValueError(f"{name} has repeated values along {arr.dims[0]!r}: {arr.values}")
+    if arr.dims == (name,) and len(set(arr.values.tolist())) != arr.size:
+        raise ValueError(f"{name} has repeated values: {arr.values}")
     return arr.rename(name)
 
 
@@ -115,7 +113,8 @@ class KernelSpec:
 class Plan:
     """Everything needed to run an ensemble, independent of how it is chunked."""
 
-    params: tuple  # broadcast float64 DataArrays, in kernel row order
+    inputs: dict  # validated parameters as given (0-d for scalars), in kernel row order
+    params: tuple  # the same, broadcast against each other
     realizations: int
     seed: int
     max_steps: int
@@ -143,12 +142,16 @@ def make_plan(params: dict, *, realizations, seed, max_steps, kernel: KernelSpec
     """Broadcast validated parameters against each other and record the run settings."""
     if backend not in _backend.BACKENDS:
         raise ValueError(f"backend must be one of {_backend.BACKENDS}, got {backend!r}")
-    arrays = xr.broadcast(*params.values())
+    try:
+        arrays = xr.broadcast(*xr.align(*params.values(), join="exact"))
+    except ValueError as err:
+        raise ValueError(f"parameters sharing a dimension must have the same length and coordinates: {err}") from None
     dims = arrays[0].dims
     arrays = tuple(a.transpose(*dims) for a in arrays)
     if REALIZATION in dims:
         raise ValueError(f"no parameter may use the dimension name {REALIZATION!r}")
     return Plan(
+        inputs=dict(params),
         params=arrays,
         realizations=check_count("realizations", realizations),
         seed=check_seed(seed),

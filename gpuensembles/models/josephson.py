@@ -225,17 +225,17 @@ def escape_times(
 
 
 def _assemble(plan: engine.Plan, raw, *, model, dtype, history) -> xr.Dataset:
-    coords = {engine.REALIZATION: xr.Variable(engine.REALIZATION, np.arange(plan.realizations), io.REALIZATION_ATTRS)}
-    for p in plan.params:
-        for dim in p.dims:
-            coords[dim] = p[dim].variable.copy()
-            if dim in PARAMETERS:
-                coords[dim].attrs.update(PARAMETERS[dim])
+    coords = {}
+    for name, p in plan.inputs.items():
+        if p.ndim:  # swept: a coordinate on its dimension (the index when it is its own)
+            coords[name] = xr.Variable(p.dims, p.values, PARAMETERS[name])
+            coords.update({d: c.variable for d, c in p.coords.items() if d != name})
+    coords[engine.REALIZATION] = xr.Variable(engine.REALIZATION, np.arange(plan.realizations), io.REALIZATION_ATTRS)
     signed = xr.DataArray(raw, dims=plan.dims, coords=coords)
-    params = dict(zip(PARAMETERS, plan.params))
     steps = abs(signed)
     escaped = signed > 0
-    escape_time = xr.where(escaped, steps * params["h"], np.nan).transpose(*plan.dims)
+    h = dict(zip(PARAMETERS, plan.params))["h"]
+    escape_time = xr.where(escaped, steps * h, np.nan).transpose(*plan.dims)
     lazy = not isinstance(raw, np.ndarray)
     backend = plan.backend if lazy else _backend.resolve(plan.backend)
     device = "resolved on each dask worker" if lazy else _backend.device_name(backend)
@@ -248,7 +248,7 @@ def _assemble(plan: engine.Plan, raw, *, model, dtype, history) -> xr.Dataset:
         dtype=dtype,
         history=history,
     )
-    attrs.update({name: p.item() for name, p in params.items() if p.ndim == 0})
+    attrs.update({name: p.item() for name, p in plan.inputs.items() if p.ndim == 0})
     attrs.update(
         max_steps=np.int64(plan.max_steps),
         initial_condition="phi = arcsin(gamma), dphi/dt = 0 (well bottom, at rest)",

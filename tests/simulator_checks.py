@@ -1,0 +1,50 @@
+"""Runs under the CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, set by the caller) and prints JSON.
+
+Used by ``test_cuda_simulator.py`` in a subprocess, because the simulator must be
+switched on before ``numba.cuda`` is first imported.
+"""
+
+import json
+import os
+import sys
+
+import numpy as np
+
+assert os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+
+import gpuensembles as ge  # noqa: E402
+from gpuensembles import _backend, rng  # noqa: E402
+
+cuda = _backend._cuda()
+
+
+@cuda.jit
+def _draw_kernel(words, normals, seed, stream):
+    i = cuda.grid(1)
+    if i < words.shape[0]:
+        w = rng.philox4x32(np.uint32(i), np.uint32(0), np.uint32(3 * i), np.uint32(1), seed, stream)
+        z = rng.normals4_f32(seed, stream, i, 2 * i + 1)
+        for j in range(4):
+            words[i, j] = w[j]
+            normals[i, j] = z[j]
+
+
+def draws(n=16, seed=99, stream=5):
+    words = np.zeros((n, 4), dtype=np.uint32)
+    normals = np.zeros((n, 4), dtype=np.float32)
+    _draw_kernel[2, 8](words, normals, np.uint32(seed), np.uint32(stream))
+    return {"words": words.tolist(), "normals": normals.view(np.uint32).tolist()}
+
+
+def escape(model, dtype):
+    ds = ge.escape_times(damping=1.0 if model == "overdamped" else 0.2, gamma=0.5, D=[0.3, 0.5], h=0.01,
+                         realizations=6, seed=11, model=model, dtype=dtype, backend="cuda", max_steps=20_000)
+    return {"steps": ds.steps.values.tolist(), "escaped": ds.escaped.values.tolist(), "device": ds.attrs["device"]}
+
+
+if __name__ == "__main__":
+    result = {"draws": draws()}
+    for model in ("underdamped", "overdamped"):
+        for dtype in ("float32", "float64"):
+            result[f"{model}-{dtype}"] = escape(model, dtype)
+    json.dump(result, sys.stdout)

@@ -1,0 +1,45 @@
+"""The CUDA kernels' logic, run in numba's CUDA simulator (a subprocess: the simulator must
+be on before numba.cuda is imported) and compared bit for bit with the CPU backend."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gpuensembles as ge
+from gpuensembles import rng
+
+HERE = Path(__file__).parent
+
+
+@pytest.fixture(scope="module")
+def simulated():
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=str(HERE.parent))
+    proc = subprocess.run([sys.executable, str(HERE / "simulator_checks.py")], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
+def test_simulator_draws_equal_cpu_draws_bit_for_bit(simulated):
+    seed, stream = 99, 5
+    words = [[int(x) for x in rng.philox4x32(i, 0, 3 * i, 1, seed, stream)] for i in range(16)]
+    normals = np.array([rng.normals4_f32(seed, stream, i, 2 * i + 1) for i in range(16)], dtype=np.float32)
+    assert simulated["draws"]["words"] == words
+    assert simulated["draws"]["normals"] == normals.view(np.uint32).tolist()
+
+
+@pytest.mark.parametrize("model", ["underdamped", "overdamped"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_simulator_escape_steps_equal_cpu(simulated, model, dtype):
+    cpu = ge.escape_times(damping=1.0 if model == "overdamped" else 0.2, gamma=0.5, D=[0.3, 0.5], h=0.01,
+                          realizations=6, seed=11, model=model, dtype=dtype, backend="cpu", max_steps=20_000)
+    sim = simulated[f"{model}-{dtype}"]
+    assert sim["device"] == "CUDA simulator"
+    assert sim["steps"] == cpu.steps.values.tolist()
+    assert sim["escaped"] == cpu.escaped.values.tolist()
+    assert cpu.escaped.values.any()  # the case exercises escapes, not only the step limit
