@@ -1,0 +1,33 @@
+"""The asv benchmarks and the report script, run once at small size (CPU) so they cannot rot."""
+
+import pytest
+
+from benchmarks import bench_escape_times, report
+
+
+def test_track_functions_return_rates():
+    bench = bench_escape_times.EscapeTimeThroughput()
+    bench.setup("cpu", "float32")
+    sizes = dict(bench_escape_times.SIZES)
+    bench_escape_times.SIZES["cpu"] = 64
+    try:
+        rate = bench.track_steps_per_second("cpu", "float32")
+        baseline = bench_escape_times.NaiveBaselines().track_numpy_vectorised()
+    finally:
+        bench_escape_times.SIZES.update(sizes)
+    assert rate > 0 and baseline > 0
+
+
+def test_cuda_benchmarks_skip_cleanly_without_gpu():
+    bench = bench_escape_times.EscapeTimeThroughput()
+    if bench_escape_times.gpu_available():
+        bench.setup("cuda", "float32")  # runs for real
+    else:
+        with pytest.raises(NotImplementedError):  # asv's way to skip
+            bench.setup("cuda", "float32")
+
+
+def test_report_quick(capsys):
+    report.main(["--quick"])
+    out = capsys.readouterr().out
+    assert "gpuensembles cpu float32" in out and "NumPy vectorised" in out

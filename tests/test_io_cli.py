@@ -1,0 +1,61 @@
+"""NetCDF round trip, the command line, and import hygiene."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import gpuensembles as ge
+from gpuensembles import cli
+
+
+@pytest.fixture(scope="module")
+def result():
+    return ge.escape_times(damping=0.05, gamma=0.5, D=[0.02, 0.03], h=0.004, realizations=16, seed=4, backend="cpu",
+                           max_steps=20_000)
+
+
+def test_netcdf_round_trip_loses_nothing(result, tmp_path):
+    path = tmp_path / "fpt.nc"
+    result.to_netcdf(path)
+    back = ge.open_dataset(path).load()
+    xr.testing.assert_identical(back, result)
+    assert back.escaped.dtype == bool
+    assert back.attrs == result.attrs
+    for name in result.variables:
+        assert back[name].attrs == result[name].attrs
+
+
+def test_cli_writes_netcdf_and_prints_a_summary(tmp_path, capsys):
+    out = tmp_path / "cli.nc"
+    cli.main(["escape-times", "--damping", "0.05", "--gamma", "0.5", "--D", "0.02", "0.03", "--h", "0.004",
+              "--realizations", "32", "--seed", "1", "--backend", "cpu", "--no-progress", "-o", str(out)])
+    text = capsys.readouterr().out
+    ds = ge.open_dataset(out)
+    assert ds.steps.shape == (2, 32) and int(ds.attrs["seed"]) == 1
+    assert "steps/s" in text and "0.03" in text and "mean" in text
+    same = ge.escape_times(damping=0.05, gamma=0.5, D=[0.02, 0.03], h=0.004, realizations=32, seed=1, backend="cpu")
+    np.testing.assert_array_equal(ds.steps.values, same.steps.values)
+
+
+def test_cli_reports_bad_input_as_usage_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["escape-times", "--damping", "0.05", "--gamma", "1.2", "--D", "0.02", "--h", "0.004",
+                  "--realizations", "4", "-o", str(tmp_path / "x.nc")])
+    assert exit_info.value.code == 2
+    assert "gamma must lie in" in capsys.readouterr().err
+
+
+def test_import_does_not_touch_cuda():
+    code = "import sys, gpuensembles; print(any(m == 'numba.cuda' or m.startswith('numba.cuda.') for m in sys.modules))"
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_console_script_help():
+    out = subprocess.run([sys.executable, "-m", "gpuensembles.cli", "--help"], capture_output=True, text=True, check=True)
+    assert "escape-times" in out.stdout
