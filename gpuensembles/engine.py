@@ -87,15 +87,16 @@ def as_parameter(name: str, value) -> xr.DataArray:
     return arr.rename(name)
 
 
-def check_range(name: str, arr: xr.DataArray, low=-math.inf, high=math.inf, *, low_open=False, high_open=False):
-    """Raise ValueError unless every value of ``arr`` lies in the given interval."""
+def check_range(name: str, arr: xr.DataArray, low=-math.inf, high=math.inf, *, low_open=False, high_open=False,
+                hint=""):
+    """Raise ValueError unless every value of ``arr`` lies in the given interval (``hint`` is appended)."""
     v = arr.values
     ok_low = v > low if low_open else v >= low
     ok_high = v < high if high_open else v <= high
     if not (np.all(ok_low) and np.all(ok_high)):
         interval = f"{'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
         bad = v[~(ok_low & ok_high)] if v.ndim else v
-        raise ValueError(f"{name} must lie in {interval}, got {bad}")
+        raise ValueError(f"{name} must lie in {interval}, got {bad}{hint}")
 
 
 # --------------------------------------------------------------------------- plan

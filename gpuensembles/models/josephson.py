@@ -133,7 +133,8 @@ def _validated(model, dtype, V0, damping, gamma, D, h):
     params = {name: engine.as_parameter(name, value) for name, value in zip(PARAMETERS, (V0, damping, gamma, D, h))}
     engine.check_range("V0", params["V0"], 0, low_open=True)
     engine.check_range("damping", params["damping"], 0, low_open=True)
-    engine.check_range("gamma", params["gamma"], 0, 1, high_open=True)
+    # gamma < 0 is the mirror image (phi -> -phi) of |gamma|: same escape statistics
+    engine.check_range("gamma", params["gamma"], 0, 1, high_open=True, hint="; for a negative bias use |gamma|")
     engine.check_range("D", params["D"], 0, low_open=True)
     engine.check_range("h", params["h"], 0, low_open=True)
     _check_step(model, params)
