@@ -5,8 +5,9 @@ Importing this package never touches CUDA; the backend is chosen when a run star
 
 from . import analysis  # noqa: F401  (registers the Dataset accessors)
 from .io import open_dataset, version
-from .models.josephson import escape_times
+from .models import josephson
+from .models.josephson import escape_times, switching_currents
 
 __version__ = version()
 
-__all__ = ["escape_times", "open_dataset", "__version__"]
+__all__ = ["escape_times", "switching_currents", "josephson", "open_dataset", "__version__"]

@@ -114,7 +114,8 @@ class FirstPassageKernel:
         ``prepare(par) -> coef``: turn one row of float64 parameters into a tuple of
         coefficients in the working precision (kept in registers).
     init : callable
-        ``init(coef) -> state``: initial state; ``state[0]`` is the int64 step count.
+        ``init(coef, seed, stream, realization) -> state``: initial state (it may draw
+        random numbers); ``state[0]`` is the int64 step count.
     advance : callable
         ``advance(state, coef, max_steps, seed, stream, realization) -> (state, status)``:
         integrate a few steps; ``status`` is 0 (running), 1 (passage) or 2
@@ -164,7 +165,7 @@ def _cpu_first_passage(kernel):
                 p = item // n_real
                 r = item - p * n_real
                 coef = prepare(params[p])
-                state = init(coef)
+                state = init(coef, seed, streams[p], rid0 + r)
                 status = 0
                 while status == 0:
                     state, status = advance(state, coef, max_steps, seed, streams[p], rid0 + r)
@@ -203,7 +204,7 @@ def _cuda_first_passage(kernel):
         p = min(item, n_items - 1) // n_real
         r = min(item, n_items - 1) - p * n_real
         coef = prepare(params[p])
-        state = init(coef)
+        state = init(coef, seed, streams[p], rid0 + r)
         while item < n_items:
             state, status = advance(state, coef, max_steps, seed, streams[p], rid0 + r)
             if status != 0:
@@ -213,7 +214,7 @@ def _cuda_first_passage(kernel):
                     p = item // n_real
                     r = item - p * n_real
                     coef = prepare(params[p])
-                    state = init(coef)
+                    state = init(coef, seed, streams[p], rid0 + r)
 
     def run_cuda(params, streams, rid0, seed, max_steps, out, progress=None):
         n_items = out.size

@@ -25,6 +25,7 @@ import numpy as np
 import xarray as xr
 
 from . import _backend
+from .io import REALIZATION_ATTRS
 
 REALIZATION = "realization"
 _MAX_PROGRESS_PIECES = 20
@@ -249,6 +250,30 @@ def _run_eager(plan: Plan, progress) -> np.ndarray:
             out[..., lo:hi] = run_block(plan, sweep + (slice(lo, hi),))
             bar.update((hi - lo) * n_points)
     return out
+
+
+def label(plan: Plan, raw, metadata: dict) -> xr.DataArray:
+    """Wrap ``raw`` (numpy or dask, shape ``plan.shape``) with the plan's coordinates.
+
+    Every swept parameter named in ``metadata`` becomes a coordinate with those attrs
+    (the index of its dimension when the dimension is its own), plus any coordinate the
+    user gave on a shared dimension; ``realization`` gets its CF attributes.
+    """
+    coords = {}
+    for name, p in plan.inputs.items():
+        if p.ndim and name in metadata:
+            coords[name] = xr.Variable(p.dims, p.values, metadata[name])
+            coords.update({d: c.variable for d, c in p.coords.items() if d != name})
+    coords[REALIZATION] = xr.Variable(REALIZATION, np.arange(plan.realizations), REALIZATION_ATTRS)
+    return xr.DataArray(raw, dims=plan.dims, coords=coords)
+
+
+def where_it_ran(plan: Plan, raw) -> tuple:
+    """``(backend, device)`` for the provenance of a result; lazy results resolve per worker."""
+    if not isinstance(raw, np.ndarray):
+        return plan.backend, "resolved on each dask worker"
+    backend = _backend.resolve(plan.backend)
+    return backend, _backend.device_name(backend)
 
 
 def _progress_bar(total: int, show: bool):

@@ -24,6 +24,7 @@ import numpy as np
 __all__ = [
     "NAME",
     "philox4x32",
+    "philox_block",
     "uint32_to_uniform_f32",
     "uint32_to_uniform_f64",
     "normals4_f32",
@@ -98,7 +99,7 @@ def philox4x32(c0, c1, c2, c3, k0, k1):
 
 
 @jit
-def _philox_draw(seed, stream, realization, draw):
+def philox_block(seed, stream, realization, draw):
     """Philox block for ``key=(seed, stream)``, ``counter=(draw lo, draw hi, rid lo, rid hi)``."""
     d = np.uint64(draw)
     r = np.uint64(realization)
@@ -170,7 +171,7 @@ def normals4_f32(seed, stream, realization, draw):
     draw : int64
         Index of the Philox block within the realization (counter words 0-1).
     """
-    x0, x1, x2, x3 = _philox_draw(seed, stream, realization, draw)
+    x0, x1, x2, x3 = philox_block(seed, stream, realization, draw)
     z0, z1 = _box_muller_f32(x0, x1)
     z2, z3 = _box_muller_f32(x2, x3)
     return z0, z1, z2, z3
@@ -179,7 +180,7 @@ def normals4_f32(seed, stream, realization, draw):
 @fjit
 def normals4_f64(seed, stream, realization, draw):
     """Four independent standard normals (float64) from one Philox block; see `normals4_f32`."""
-    x0, x1, x2, x3 = _philox_draw(seed, stream, realization, draw)
+    x0, x1, x2, x3 = philox_block(seed, stream, realization, draw)
     z0, z1 = _box_muller_f64(x0, x1)
     z2, z3 = _box_muller_f64(x2, x3)
     return z0, z1, z2, z3

@@ -1,6 +1,7 @@
-"""Josephson junction (washboard potential): escape times.
+"""Josephson junctions: escape times and switching-current distributions.
 
-Normalized Langevin equation (seed 000, Eq. 9 with the noise of its Algorithm 1)::
+Normalized RCSJ (washboard) Langevin equation, seed 000 Eq. (9) with the noise of its
+Algorithm 1::
 
     underdamped:  phi'' + damping * phi' = V0 * (-sin(phi) + gamma) + xi(t)
     overdamped:           damping * phi' = V0 * (-sin(phi) + gamma) + xi(t)
@@ -8,103 +9,120 @@ Normalized Langevin equation (seed 000, Eq. 9 with the noise of its Algorithm 1)
 
 The noise enters *outside* ``V0`` (as in the seed's Algorithm 1, not its Eq. 9), which
 is what satisfies fluctuation-dissipation with temperature ``theta = D / damping`` for
-the potential ``U(phi) = -V0 (cos(phi) + gamma phi)``. Each realization starts at the
-well bottom ``phi = arcsin(gamma)`` with zero velocity; it escapes at the first step
-where ``phi > pi - arcsin(gamma)`` (the barrier top).
+the potential ``U(phi) = -V0 (cos(phi) + gamma phi)``.
+
+Units (seed 000, Sect. II.1): energies in ``E_C = (2e)^2 / C``, time in ``hbar / E_C``,
+currents in ``I_c``; see :func:`normalize` for the conversion from SI.
 """
 
-import functools
 import math
 
 import numpy as np
 import xarray as xr
+from scipy import constants
 
-from .. import _backend, engine, io, rng
+from .. import engine, io, theory
+from . import washboard
 
 MODELS = ("underdamped", "overdamped")
 DTYPES = ("float32", "float64")
+PASSAGES = washboard.PASSAGES
+STARTS = ("rest", "thermal")
 
-#: Kernel parameters in row order, with CF-style metadata for their coordinates.
+#: Coordinates' metadata of the parameters a user can sweep.
 PARAMETERS = {
     "V0": {"long_name": "barrier scale V0 = E_J / E_C", "units": "1"},
     "damping": {"long_name": "normalized damping (friction) coefficient", "units": "1"},
     "gamma": {"long_name": "normalized bias current I / I_c", "units": "1"},
     "D": {"long_name": "noise intensity, <xi xi> = 2 D delta", "units": "1"},
     "h": {"long_name": "integration time step", "units": "1"},
+    "dgamma": {"long_name": "bias increment per integration step", "units": "1"},
+    "gamma_start": {"long_name": "bias at the start of the ramp", "units": "1"},
+}
+
+#: SI inputs of :func:`normalize`, with the range outside which a value is taken as a unit mistake.
+PHYSICAL = {
+    "R": ("shunt resistance", "ohm", 1e-3, 1e9),
+    "C": ("junction capacitance", "F", 1e-18, 1e-6),
+    "Ic": ("critical current", "A", 1e-12, 1.0),
+    "T": ("temperature", "K", 1e-4, 1e3),
+    "sweep_rate": ("bias sweep rate (dI/dt) / Ic", "s-1", 1e-6, 1e12),
 }
 
 #: Largest allowed ``h`` times the fastest deterministic rate of the well (see `_check_step`).
 MAX_STEP_TIMES_RATE = 0.1
 
+_PASSAGE_TEXT = {
+    "barrier_top": "first step with phi > pi - arcsin(gamma) (barrier top; seed 000)",
+    "next_well": "first step with phi > arcsin(gamma) + 2 pi (bottom of the next well: escape as rate theory counts it)",
+}
 
-@functools.lru_cache(maxsize=None)
-def escape_kernel(model: str, dtype: str) -> _backend.FirstPassageKernel:
-    """Build the scalar first-passage functions for ``model`` in precision ``dtype``.
 
-    One Philox block gives four normals, so ``advance`` integrates four Euler steps,
-    checking for the passage (and ``max_steps``) after each of them.
+# --------------------------------------------------------------------------- physical units
+
+
+def normalize(*, R, C, Ic, T, sweep_rate=None, h=None) -> dict:
+    """Convert SI junction parameters into the normalized units of the model.
+
+    Conventions (seed 000, Sect. II.1): ``E_J = Ic hbar / 2e``, ``E_C = (2e)^2 / C``,
+    time unit ``t0 = hbar / E_C``. Then ``V0 = E_J / E_C``, ``damping = hbar / (R (2e)^2)``
+    ``= t0 / (R C)``, ``theta = k_B T / E_C`` and ``D = damping * theta``. The bias sweep
+    is ``dI/dt = sweep_rate * Ic``, so ``d gamma / dt = sweep_rate`` and the bias grows
+    by ``dgamma = sweep_rate * t0 * h`` per integration step.
+
+    Parameters
+    ----------
+    R : float or array, ohm
+    C : float or array, F
+    Ic : float or array, A
+    T : float or array, K
+    sweep_rate : float or array, 1/s, optional
+    h : float, optional
+        Integration step (normalized); needed for ``dgamma``.
+
+    Any array becomes a dimension named after the parameter.
+
+    Returns
+    -------
+    dict of DataArray
+        ``V0, damping, theta, D, time_unit`` (s), ``E_C`` (J), ``Ic`` (A), and with
+        ``sweep_rate`` and ``h`` also ``dgamma``.
+
+    Examples
+    --------
+    Li et al., PRL 99, 037002 (2007): ``normalize(R=250, C=88e-15, Ic=0.748e-6, T=1.2)``
+    gives ``V0 = 211.8``, ``damping = 4.11``, ``theta = 14.2``.
     """
-    F = np.float32 if dtype == "float32" else np.float64
-    normals4 = rng.normals4_f32 if dtype == "float32" else rng.normals4_f64
-    overdamped = model == "overdamped"
-    jit = rng.fjit
-
-    @jit
-    def prepare(par):
-        V0, damping, gamma, D, h = par[0], par[1], par[2], par[3], par[4]
-        scale = 1.0 / damping if overdamped else 1.0
-        return (
-            F(1.0 - damping * h),  # velocity decay per step (underdamped)
-            F(V0 * h * scale),  # sin(phi) coefficient
-            F(V0 * gamma * h * scale),  # bias coefficient
-            F(math.sqrt(2.0 * D * h) * scale),  # noise amplitude
-            F(h),
-            F(math.pi - math.asin(gamma)),  # barrier top
-            F(math.asin(gamma)),  # well bottom
-        )
-
-    @jit
-    def init(coef):
-        return (np.int64(0), coef[6], F(0.0))
-
-    @jit
-    def euler(phi, v, z, coef):
-        decay, b, c, s, h = coef[0], coef[1], coef[2], coef[3], coef[4]
-        if overdamped:
-            return phi + (c - b * math.sin(phi)) + s * z, v
-        return phi + v * h, decay * v + (c - b * math.sin(phi)) + s * z
-
-    @jit
-    def advance(state, coef, max_steps, seed, stream, realization):
-        # Written out (no loop over the four normals): a tuple indexed in a loop would
-        # live in local memory on the GPU.
-        k, phi, v = state
-        z0, z1, z2, z3 = normals4(seed, stream, realization, k >> 2)
-        if k + 4 <= max_steps:
-            phi, v = euler(phi, v, z0, coef)
-            if phi > coef[5]:
-                return (k + 1, phi, v), 1
-            phi, v = euler(phi, v, z1, coef)
-            if phi > coef[5]:
-                return (k + 2, phi, v), 1
-            phi, v = euler(phi, v, z2, coef)
-            if phi > coef[5]:
-                return (k + 3, phi, v), 1
-            phi, v = euler(phi, v, z3, coef)
-            if phi > coef[5]:
-                return (k + 4, phi, v), 1
-            return (k + 4, phi, v), (2 if k + 4 == max_steps else 0)
-        # last, partial block: at most three steps left before max_steps
-        for j in range(max_steps - k):
-            phi, v = euler(phi, v, z0 if j == 0 else (z1 if j == 1 else z2), coef)
-            if phi > coef[5]:
-                return (k + j + 1, phi, v), 1
-        return (max_steps, phi, v), 2
-
-    return _backend.FirstPassageKernel(prepare, init, advance)
+    given = {"R": R, "C": C, "Ic": Ic, "T": T}
+    if sweep_rate is not None:
+        given["sweep_rate"] = sweep_rate
+    p = {}
+    for name, value in given.items():
+        long_name, units, low, high = PHYSICAL[name]
+        arr = engine.as_parameter(name, value)
+        engine.check_range(name, arr, low, high, hint=f" {units} ({long_name}); give SI units")
+        p[name] = arr.assign_attrs(long_name=long_name, units=units)
+    e2 = 2.0 * constants.e
+    E_C = e2**2 / p["C"]
+    t0 = constants.hbar / E_C
+    out = {
+        "V0": p["Ic"] * constants.hbar / e2 / E_C,
+        "damping": constants.hbar / (p["R"] * e2**2),
+        "theta": constants.k * p["T"] / E_C,
+        "time_unit": t0,
+        "E_C": E_C,
+        "Ic": p["Ic"],
+    }
+    out["D"] = out["damping"] * out["theta"]
+    if sweep_rate is not None and h is not None:
+        out["dgamma"] = p["sweep_rate"] * t0 * h
+    return out
 
 
-def _check_step(model, params):
+# --------------------------------------------------------------------------- validation
+
+
+def _check_step(model, V0, damping, gamma, h):
     """Refuse time steps that resolve the well's fastest motion with fewer than ~60 steps.
 
     The rate is the plasma frequency ``sqrt(V0 cos(phi0))`` (underdamped) or the
@@ -113,10 +131,9 @@ def _check_step(model, params):
     is a stability bound for explicit Euler, not an accuracy guarantee: the
     discretization error of escape times is O(sqrt(h)) (see `gpuensembles.theory`).
     """
-    V0, damping, gamma, h = (params[k] for k in ("V0", "damping", "gamma", "h"))
     curvature = V0 * np.sqrt(1.0 - gamma**2)
     rate = curvature / damping if model == "overdamped" else np.sqrt(curvature)
-    worst = (h * rate).max().item()
+    worst = float((h * rate).max())
     if worst > MAX_STEP_TIMES_RATE:
         kind = "relaxation rate V0*cos(phi0)/damping" if model == "overdamped" else "plasma frequency sqrt(V0*cos(phi0))"
         raise ValueError(
@@ -125,20 +142,23 @@ def _check_step(model, params):
         )
 
 
-def _validated(model, dtype, V0, damping, gamma, D, h):
-    if model not in MODELS:
-        raise ValueError(f"model must be one of {MODELS}, got {model!r}")
-    if dtype not in DTYPES:
-        raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
-    params = {name: engine.as_parameter(name, value) for name, value in zip(PARAMETERS, (V0, damping, gamma, D, h))}
-    engine.check_range("V0", params["V0"], 0, low_open=True)
-    engine.check_range("damping", params["damping"], 0, low_open=True)
-    # gamma < 0 is the mirror image (phi -> -phi) of |gamma|: same escape statistics
-    engine.check_range("gamma", params["gamma"], 0, 1, high_open=True, hint="; for a negative bias use |gamma|")
-    engine.check_range("D", params["D"], 0, low_open=True)
-    engine.check_range("h", params["h"], 0, low_open=True)
-    _check_step(model, params)
+def _check_choice(name, value, allowed):
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+
+
+def _common(model, dtype, passage, **values):
+    """Validate the choices and the parameters shared by both run functions."""
+    _check_choice("model", model, MODELS)
+    _check_choice("dtype", dtype, DTYPES)
+    _check_choice("passage", passage, PASSAGES)
+    params = {name: engine.as_parameter(name, value) for name, value in values.items()}
+    for name in ("V0", "damping", "D", "h"):
+        engine.check_range(name, params[name], 0, low_open=True)
     return params
+
+
+# --------------------------------------------------------------------------- escape times
 
 
 def escape_times(
@@ -150,6 +170,7 @@ def escape_times(
     realizations,
     V0=1.0,
     model="underdamped",
+    passage="barrier_top",
     max_steps=10**9,
     seed=None,
     dtype="float32",
@@ -159,10 +180,10 @@ def escape_times(
 ) -> xr.Dataset:
     """Escape times of a phase particle from a well of the tilted washboard potential.
 
-    Any of ``V0, damping, gamma, D, h`` may be a 1-D array (it becomes a labeled
-    dimension) or a 1-D DataArray (its dimension is used, so several parameters can
-    vary together). All quantities are in the normalized units of the equation (see
-    the module docstring); times are in units of the equation's time variable.
+    Each realization starts at rest at the well bottom ``phi = arcsin(gamma)``. Any of
+    ``V0, damping, gamma, D, h`` may be a 1-D array (it becomes a labeled dimension) or a
+    1-D DataArray (its dimension is used, so several parameters can vary together). All
+    quantities are in the normalized units of the equation (module docstring).
 
     Parameters
     ----------
@@ -181,6 +202,10 @@ def escape_times(
         Barrier scale ``E_J/E_C`` (default 1).
     model : {"underdamped", "overdamped"}
         Equation to integrate.
+    passage : {"barrier_top", "next_well"}
+        Where a realization has escaped: at the barrier top ``pi - arcsin(gamma)``
+        (seed 000), or at the next well's bottom ``arcsin(gamma) + 2 pi``, past any
+        recrossing of the barrier: the escape that Kramers-type rates describe.
     max_steps : int
         Steps after which a realization stops without escaping (then ``escaped`` is
         False, ``steps == max_steps`` and ``escape_time`` is NaN).
@@ -211,58 +236,189 @@ def escape_times(
     >>> ds.fpt.mean()  # doctest: +SKIP
     """
     call = dict(V0=V0, damping=damping, gamma=gamma, D=D, h=h, realizations=realizations, model=model,
-                max_steps=max_steps, seed=seed, dtype=dtype, chunks=chunks, backend=backend)
-    params = _validated(model, dtype, V0, damping, gamma, D, h)
+                passage=passage, max_steps=max_steps, seed=seed, dtype=dtype, chunks=chunks, backend=backend)
+    params = _common(model, dtype, passage, V0=V0, damping=damping, gamma=gamma, D=D, h=h)
+    # gamma < 0 is the mirror image (phi -> -phi) of |gamma|: same escape statistics
+    engine.check_range("gamma", params["gamma"], 0, 1, high_open=True, hint="; for a negative bias use |gamma|")
+    _check_step(model, params["V0"], params["damping"], params["gamma"], params["h"])
     plan = engine.make_plan(
         params,
         realizations=realizations,
         seed=seed,
         max_steps=max_steps,
-        kernel=engine.KernelSpec(escape_kernel, (model, dtype)),
+        kernel=engine.KernelSpec(washboard.escape_kernel, (model, dtype, passage)),
         backend=backend,
     )
     raw = engine.execute(plan, chunks=chunks, progress=progress)
-    return _assemble(plan, raw, model=model, dtype=dtype, history=io.history_line("escape_times", call))
-
-
-def _assemble(plan: engine.Plan, raw, *, model, dtype, history) -> xr.Dataset:
-    coords = {}
-    for name, p in plan.inputs.items():
-        if p.ndim:  # swept: a coordinate on its dimension (the index when it is its own)
-            coords[name] = xr.Variable(p.dims, p.values, PARAMETERS[name])
-            coords.update({d: c.variable for d, c in p.coords.items() if d != name})
-    coords[engine.REALIZATION] = xr.Variable(engine.REALIZATION, np.arange(plan.realizations), io.REALIZATION_ATTRS)
-    signed = xr.DataArray(raw, dims=plan.dims, coords=coords)
-    steps = abs(signed)
-    escaped = signed > 0
-    h = dict(zip(PARAMETERS, plan.params))["h"]
-    escape_time = xr.where(escaped, steps * h, np.nan).transpose(*plan.dims)
-    lazy = not isinstance(raw, np.ndarray)
-    backend = plan.backend if lazy else _backend.resolve(plan.backend)
-    device = "resolved on each dask worker" if lazy else _backend.device_name(backend)
-    attrs = io.provenance(
-        model=f"josephson.escape_times ({model})",
-        integrator="Euler-Maruyama, noise sqrt(2 D h) added to the velocity (seed 000, Algorithm 1)",
-        seed=plan.seed,
-        backend=backend,
-        device=device,
-        dtype=dtype,
-        history=history,
-    )
-    attrs.update({name: p.item() for name, p in plan.inputs.items() if p.ndim == 0})
-    attrs.update(
-        max_steps=np.int64(plan.max_steps),
-        initial_condition="phi = arcsin(gamma), dphi/dt = 0 (well bottom, at rest)",
-        passage_condition="first step with phi > pi - arcsin(gamma) (barrier top)",
-    )
-    ds = xr.Dataset(
+    signed = engine.label(plan, raw, PARAMETERS)
+    steps, escaped = abs(signed), signed > 0
+    times = xr.where(escaped, steps * dict(zip(washboard.ESCAPE_PARAMETERS, plan.params))["h"], np.nan)
+    return xr.Dataset(
         {
-            "escape_time": escape_time.assign_attrs(
+            "escape_time": times.transpose(*plan.dims).assign_attrs(
                 long_name="first-passage (escape) time", units="1", comment="steps * h; NaN where escaped is False"
             ),
             "escaped": escaped.assign_attrs(long_name="realization escaped within max_steps"),
             "steps": steps.assign_attrs(long_name="integration steps taken", units="1"),
         },
-        attrs=attrs,
+        attrs=_attrs(plan, raw, "escape_times", model, dtype, passage, call,
+                     initial_condition="phi = arcsin(gamma), dphi/dt = 0 (well bottom, at rest)"),
     )
-    return ds
+
+
+def _attrs(plan, raw, function, model, dtype, passage, call, **extra) -> dict:
+    backend, device = engine.where_it_ran(plan, raw)
+    attrs = io.provenance(
+        model=f"josephson.{function} ({model})",
+        integrator="Euler-Maruyama, noise sqrt(2 D h) added to the velocity (seed 000, Algorithm 1)",
+        seed=plan.seed,
+        backend=backend,
+        device=device,
+        dtype=dtype,
+        history=io.history_line(function, call),
+    )
+    attrs.update({k: p.item() for k, p in plan.inputs.items() if p.ndim == 0 and k in PARAMETERS})
+    attrs.update(max_steps=np.int64(plan.max_steps), passage=passage, passage_condition=_PASSAGE_TEXT[passage], **extra)
+    return attrs
+
+
+# --------------------------------------------------------------------------- switching currents
+
+
+def switching_currents(
+    *,
+    h,
+    realizations,
+    damping=None,
+    D=None,
+    dgamma=None,
+    V0=1.0,
+    physical=None,
+    gamma_start=0.0,
+    gamma_end=1.0,
+    start="rest",
+    model="underdamped",
+    passage="barrier_top",
+    seed=None,
+    dtype="float32",
+    chunks=None,
+    backend="auto",
+    progress="auto",
+) -> xr.Dataset:
+    """Switching currents of a Josephson junction under a linearly ramped bias.
+
+    The bias of step ``k`` is ``gamma_k = gamma_start + k * dgamma`` (seed 000,
+    Algorithm 3), computed in float64 from the int64 step count, so ramps of 1e-12 per
+    step over 1e11 steps are exact. A realization switches at the first step where the
+    phase passes the barrier top of the current bias (or the next well, see
+    ``passage``); ``switching_current = gamma_start + steps * dgamma``.
+
+    Give either the normalized ``V0, damping, D, dgamma`` or ``physical=dict(R=..., C=...,
+    Ic=..., T=..., sweep_rate=...)`` in SI units (ohm, F, A, K, 1/s; the sweep is
+    ``dI/dt = sweep_rate * Ic``), converted by :func:`normalize`; then the output also
+    has ``switching_current_A`` in amperes. Any parameter may be a 1-D array (a dimension).
+
+    Parameters
+    ----------
+    h : float or array, > 0
+        Euler step; ``h`` times the plasma frequency at zero bias, ``sqrt(V0)``, must be <= 0.1.
+    realizations : int
+        Realizations per parameter point.
+    damping, D, V0 : float or array
+        As in :func:`escape_times`.
+    dgamma : float or array, > 0
+        Bias increment per step.
+    physical : dict, optional
+        SI parameters instead of ``V0, damping, D, dgamma``.
+    gamma_start : float, array or "auto"
+        Bias where the ramp starts, in [0, 1). ``"auto"`` (warm start) starts each point
+        where a ramp from 0 would have switched with probability < 1e-9 by the adiabatic
+        Mel'nikov-Meshkov rate (:func:`gpuensembles.theory.warm_start_gamma`), from the
+        thermal state of the well; it implies ``start="thermal"``.
+    gamma_end : float
+        The ramp stops at this bias (<= 1); realizations not switched by then have
+        ``switched`` False and NaN current.
+    start : {"rest", "thermal"}
+        Initial state: at rest at the well bottom (seed 000), or drawn from the
+        Boltzmann distribution of the well at ``gamma_start``.
+    model, passage, seed, dtype, chunks, backend, progress
+        As in :func:`escape_times`.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``switching_current`` (normalized, float64), ``switched`` (bool), ``steps``
+        (int64), and ``switching_current_A`` with ``physical=``.
+    """
+    call = dict(h=h, realizations=realizations, damping=damping, D=D, dgamma=dgamma, V0=V0, physical=physical,
+                gamma_start=gamma_start, gamma_end=gamma_end, start=start, model=model, passage=passage, seed=seed,
+                dtype=dtype, chunks=chunks, backend=backend)
+    _check_choice("start", start, STARTS)
+    if physical is not None:
+        if any(x is not None for x in (damping, D, dgamma)) or not (np.isscalar(V0) and V0 == 1.0):
+            raise ValueError("give either physical=dict(R, C, Ic, T, sweep_rate) or V0, damping, D, dgamma, not both")
+        if not isinstance(physical, dict) or set(physical) != set(PHYSICAL):
+            raise ValueError(f"physical must be a dict with exactly the keys {sorted(PHYSICAL)}, got {physical!r}")
+        units = normalize(**physical, h=h)
+        V0, damping, D, dgamma = units["V0"], units["damping"], units["D"], units["dgamma"]
+    elif any(x is None for x in (damping, D, dgamma)):
+        raise ValueError("damping, D and dgamma are required (or physical=dict(R, C, Ic, T, sweep_rate))")
+    params = _common(model, dtype, passage, V0=V0, damping=damping, D=D, h=h, dgamma=dgamma)
+    engine.check_range("dgamma", params["dgamma"], 0, low_open=True, hint=" (the ramp must increase the bias)")
+    if not (isinstance(gamma_end, (int, float)) and 0 < gamma_end <= 1):
+        raise ValueError(f"gamma_end must be a number in (0, 1], got {gamma_end!r}")
+    _check_step(model, params["V0"], params["damping"], xr.zeros_like(params["V0"]), params["h"])
+    if isinstance(gamma_start, str):
+        if gamma_start != "auto":
+            raise ValueError(f"gamma_start must be a number in [0, 1) or 'auto', got {gamma_start!r}")
+        start, gamma_start = "thermal", _warm_start(model, params)
+    params["gamma_start"] = engine.as_parameter("gamma_start", gamma_start)
+    engine.check_range("gamma_start", params["gamma_start"], 0, gamma_end, high_open=True)
+    limit = np.floor((gamma_end - params["gamma_start"]) / params["dgamma"])
+    if float(limit.max()) >= 2**53:
+        raise ValueError(f"the ramp needs {float(limit.max()):.3g} steps, more than 2**53; increase dgamma")
+    params.update(warm=engine.as_parameter("warm", float(start == "thermal")), limit=limit.rename("limit"))
+    plan = engine.make_plan(
+        {k: params[k] for k in washboard.SWITCHING_PARAMETERS},
+        realizations=realizations,
+        seed=seed,
+        max_steps=max(1, int(limit.max())),
+        kernel=engine.KernelSpec(washboard.switching_kernel, (model, dtype, passage)),
+        backend=backend,
+    )
+    raw = engine.execute(plan, chunks=chunks, progress=progress)
+    signed = engine.label(plan, raw, PARAMETERS)
+    steps, switched = abs(signed), signed > 0
+    p = dict(zip(washboard.SWITCHING_PARAMETERS, plan.params))
+    current = xr.where(switched, p["gamma_start"] + steps * p["dgamma"], np.nan).transpose(*plan.dims)
+    data = {
+        "switching_current": current.assign_attrs(long_name="switching current I_sw / I_c", units="1",
+                                                  comment="gamma_start + steps * dgamma; NaN where switched is False"),
+        "switched": switched.assign_attrs(long_name=f"switched before the bias reached gamma_end = {gamma_end}"),
+        "steps": steps.assign_attrs(long_name="integration steps taken", units="1"),
+    }
+    extra = {}
+    if physical is not None:
+        data["switching_current_A"] = (current * units["Ic"]).transpose(*plan.dims).assign_attrs(
+            long_name="switching current", units="A")
+        extra = {f"physical_{k}": float(v) for k, v in physical.items() if np.ndim(v) == 0}
+        extra.update({f"{k}_normalized": float(units[k]) for k in ("theta", "time_unit") if units[k].ndim == 0})
+    return xr.Dataset(data, attrs=_attrs(
+        plan, raw, "switching_currents", model, dtype, passage, call,
+        gamma_end=float(gamma_end), start=start, ramp="gamma_k = gamma_start + k * dgamma (float64 from an int64 step count)",
+        initial_condition=("thermal (Boltzmann) state of the well at gamma_start" if start == "thermal"
+                           else "phi = arcsin(gamma_start), dphi/dt = 0 (well bottom, at rest)"),
+        **extra,
+    ))
+
+
+def _warm_start(model, params) -> xr.DataArray:
+    """Per-point warm-start bias (see `gpuensembles.theory.warm_start_gamma`)."""
+    grid = xr.broadcast(*(params[k] for k in ("V0", "damping", "D", "h", "dgamma")))
+
+    def one(V0, damping, D, h, dgamma):
+        return theory.warm_start_gamma(gamma_dot=dgamma / h, V0=V0, damping=damping, theta=D / damping, model=model,
+                                       form="melnikov" if model == "underdamped" else "kramers")
+
+    values = np.vectorize(one)(*(g.values for g in grid))
+    return xr.DataArray(values, dims=grid[0].dims, coords=grid[0].coords)
