@@ -105,3 +105,47 @@ def test_kramers_fit_input_checks():
         fpt.kramers_fit(m, m * 0.1, form="power")
     with pytest.raises(ValueError, match="along 'D' only"):
         fpt.kramers_fit(m.expand_dims(gamma=[0.5]), m * 0.1)
+
+
+def _fd_sample(n, a, b, gamma_dot, seed):
+    """Switching biases for the rate a exp(b gamma) under a ramp from 0: inverse transform of
+    P(g) = 1 - exp(-(a / (b gamma_dot)) (exp(b g) - 1))."""
+    u = np.random.default_rng(seed).random(n)
+    return np.log1p(-np.log1p(-u) * b * gamma_dot / a) / b
+
+
+def test_rate_from_histogram_recovers_the_rate():
+    a, b, gamma_dot = 1e-6, 25.0, 1e-4
+    sample = xr.DataArray(_fd_sample(50_000, a, b, gamma_dot, seed=3), dims="realization")
+    r = fpt.rate_from_histogram(sample, gamma_dot, bins=30)
+    ok = (r["count"] > 200).values  # well-populated bins, away from the last, empty-ish ones
+    expected = a * np.exp(b * r.gamma.values[ok])
+    # a bin's rate is the rate at an effective point within it; allow the spread across the bin
+    spread = expected * (np.exp(b * np.diff(r.gamma.values).mean() / 2) - 1)
+    deviation = np.abs(r["rate"].values[ok] - expected)
+    assert np.all(deviation < 4 * r["rate_stderr"].values[ok] + spread)
+    with pytest.raises(ValueError, match="single parameter point"):
+        fpt.rate_from_histogram(sample.expand_dims(D=[1.0]), gamma_dot)
+
+
+def test_ks_compare_accepts_the_true_cdf_and_rejects_a_wrong_one():
+    a, b, gamma_dot = 1e-6, 25.0, 1e-4
+    sample = xr.DataArray(_fd_sample(5000, a, b, gamma_dot, seed=4), dims="realization")
+
+    def cdf(g, a=a):
+        return -np.expm1(-(a / (b * gamma_dot)) * np.expm1(b * np.asarray(g)))
+
+    good = fpt.ks_compare(sample, cdf)
+    bad = fpt.ks_compare(sample, lambda g: cdf(g, a=1.3 * a))
+    assert float(good.ks_pvalue) > 0.01 and float(bad.ks_pvalue) < 0.01
+    assert float(np.abs(good.difference).max()) == pytest.approx(float(good.ks_statistic), abs=2e-3)
+
+
+def test_quasipotential_is_exact_for_eq13_data():
+    damping, barrier = 0.05, 0.685
+    D = np.linspace(0.004, 0.012, 5)
+    theta = D / damping
+    m = xr.DataArray(3.0 / theta * np.exp(barrier / theta), dims="D", coords={"D": D})
+    q = fpt.quasipotential(m, 0.01 * m, damping)
+    np.testing.assert_allclose(q.barrier.values, barrier, rtol=1e-12)
+    assert q.barrier_stderr.dims == ("inverse_theta",)

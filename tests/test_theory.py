@@ -1,5 +1,6 @@
 """Analytic references against independent evaluations and known limits."""
 
+import functools
 import math
 
 import numpy as np
@@ -66,3 +67,69 @@ def test_bgk_constant():
     assert theory.discrete_monitoring_shift(D=0.5, damping=2.0, h=0.01) == pytest.approx(
         theory.BGK_BETA * math.sqrt(1.0) / 2.0 * 0.1)
     assert theory.discrete_monitoring_shift(D=0.5, damping=2.0, h=0.01, model="underdamped") == 0.0
+
+
+# --------------------------------------------------------------------------- rates
+
+
+def test_separatrix_action_approaches_the_cubic_limit():
+    for g in (0.99, 0.999):
+        cubic = 36 * theory.barrier(g) / (5 * theory.plasma_frequency(g))
+        assert theory.separatrix_action(g) == pytest.approx(cubic, rel=2e-3)
+
+
+def test_melnikov_depopulation_limits():
+    for delta in (1e-4, 1e-3):
+        assert theory.melnikov_depopulation(delta) == pytest.approx(delta, rel=5 * math.sqrt(delta))
+    assert theory.melnikov_depopulation(50.0) == pytest.approx(1.0, abs=1e-6)
+    values = [theory.melnikov_depopulation(d) for d in (0.1, 1.0, 10.0)]
+    assert values == sorted(values)
+
+
+def test_rate_forms_limits():
+    kw = dict(V0=1.0, theta=0.05)
+    g = 0.5
+    tst = theory.escape_rate(g, damping=1.0, form="tst", **kw)
+    # Kramers' factor sqrt(1 + alpha^2) - alpha, alpha = damping / (2 omega_b)
+    alpha = 1.0 / (2 * theory.plasma_frequency(g))
+    assert theory.escape_rate(g, damping=1.0, form="kramers", **kw) == pytest.approx(
+        tst * (math.sqrt(1 + alpha**2) - alpha))
+    # weak damping: energy diffusion, rate -> delta * TST for Mel'nikov and BHL
+    weak = 1e-6  # delta ~ 1e-4: corrections O(sqrt(delta)) ~ 1%
+    delta = weak * theory.separatrix_action(g) / kw["theta"]
+    for form in ("melnikov", "bhl"):
+        assert theory.escape_rate(g, damping=weak, form=form, **kw) == pytest.approx(delta * tst, rel=0.05)
+    # moderate-to-strong damping: Mel'nikov -> Kramers, BHL -> TST
+    assert theory.escape_rate(g, damping=2.0, form="melnikov", **kw) == pytest.approx(
+        theory.escape_rate(g, damping=2.0, form="kramers", **kw), rel=1e-6)
+    assert theory.escape_rate(g, damping=50.0, form="bhl", **kw) == pytest.approx(tst, rel=1e-3)
+    # overdamped Smoluchowski limit of Kramers equals the strong-damping limit of the underdamped one
+    strong = 200.0
+    assert theory.escape_rate(g, damping=strong, form="kramers", **kw) == pytest.approx(
+        theory.escape_rate(g, damping=strong, form="kramers", model="overdamped", **kw), rel=1e-4)
+    with pytest.raises(ValueError, match="form"):
+        theory.escape_rate(g, damping=1.0, form="eyring", **kw)
+    with pytest.raises(ValueError, match="overdamped"):
+        theory.escape_rate(g, damping=1.0, form="exact", **kw)
+
+
+def test_fulton_dunkleberger_closed_forms():
+    gamma_dot, g0 = 1e-3, 0.2
+    g = np.linspace(g0, 0.9, 50)
+    constant = theory.fulton_dunkleberger_cdf(g, gamma_dot=gamma_dot, rate=lambda x: 0.01, gamma_start=g0)
+    np.testing.assert_allclose(constant, -np.expm1(-0.01 * (g - g0) / gamma_dot), rtol=1e-9, atol=1e-12)
+    a, b = 1e-8, 20.0
+    expo = theory.fulton_dunkleberger_cdf(g, gamma_dot=gamma_dot, rate=lambda x: a * math.exp(b * x), gamma_start=g0)
+    exact = -np.expm1(-(a / (b * gamma_dot)) * (np.exp(b * g) - math.exp(b * g0)))
+    np.testing.assert_allclose(expo, exact, rtol=1e-4, atol=1e-9)
+    mean = theory.fulton_dunkleberger_mean(gamma_dot=gamma_dot, rate=lambda x: 0.05, gamma_start=g0)
+    assert mean == pytest.approx(g0 + gamma_dot / 0.05, rel=1e-4)  # ends far below gamma_end = 1
+
+
+def test_warm_start_gamma_has_the_requested_probability():
+    kw = dict(V0=1.0, damping=1.0, theta=0.05)
+    gamma_dot = 1e-4
+    g = theory.warm_start_gamma(gamma_dot=gamma_dot, probability=1e-9, **kw)
+    rate = functools.partial(theory.escape_rate, form="melnikov", **kw)
+    p = theory.fulton_dunkleberger_cdf(np.array([g]), gamma_dot=gamma_dot, rate=rate, points=2000)[0]
+    assert p == pytest.approx(1e-9, rel=0.02)

@@ -278,7 +278,7 @@ def _attrs(plan, raw, function, model, dtype, passage, call, **extra) -> dict:
         history=io.history_line(function, call),
     )
     attrs.update({k: p.item() for k, p in plan.inputs.items() if p.ndim == 0 and k in PARAMETERS})
-    attrs.update(max_steps=np.int64(plan.max_steps), passage=passage, passage_condition=_PASSAGE_TEXT[passage], **extra)
+    attrs.update(dynamics=model, max_steps=np.int64(plan.max_steps), passage=passage, passage_condition=_PASSAGE_TEXT[passage], **extra)
     return attrs
 
 

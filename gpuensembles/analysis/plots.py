@@ -1,0 +1,40 @@
+"""Matplotlib figures for first-passage results (matplotlib is imported only here, lazily)."""
+
+import numpy as np
+
+
+def _axes(ax):
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        _, ax = plt.subplots(figsize=(5.5, 4))
+    return ax
+
+
+def plot_cdf(sample, ax=None, theory=None, label="simulation"):
+    """Empirical CDF of ``sample`` (NaN dropped), with ``theory(x)`` as a dashed line if given."""
+    ax = _axes(ax)
+    x = np.sort(np.asarray(sample.values, dtype=float).ravel())
+    x = x[np.isfinite(x)]
+    y = np.arange(1, x.size + 1) / x.size
+    ax.step(x, y, where="post", label=f"{label} (n = {x.size})")
+    if theory is not None:
+        grid = np.linspace(x[0], x[-1], 300)
+        ax.plot(grid, theory(grid), "--", label="theory")
+    ax.set_xlabel(f"{sample.attrs.get('long_name', sample.name)} [{sample.attrs.get('units', '1')}]")
+    ax.set_ylabel("cumulative probability")
+    ax.legend()
+    return ax
+
+
+def plot_arrhenius(mean_time, stderr, fit, dim="D", ax=None):
+    """``ln <T>`` against ``1/dim`` with 1-sigma error bars and the fitted curve."""
+    ax = _axes(ax)
+    inv = 1.0 / mean_time[dim].values
+    ax.errorbar(inv, np.log(mean_time.values), yerr=(stderr / mean_time).values, fmt="o", label="simulation")
+    ax.plot(inv, np.log(fit["fit"].values), "-",
+            label=f"{fit.attrs['form']} fit: slope {float(fit.slope):.4g} +- {float(fit.slope_stderr):.2g}")
+    ax.set_xlabel(f"1 / {dim}")
+    ax.set_ylabel("ln <T>")
+    ax.legend()
+    return ax
