@@ -15,3 +15,4 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
 fi
 python3 -m benchmarks.inspect_kernel "$out" 2>&1 | tee "$out/inspect.log" | tail -15
 [ "${SKIP_REPORT:-0}" = 1 ] || python3 -m benchmarks.report 2>&1 | tee "$out/report.log"
+[ "${SKIP_LI2007:-0}" = 1 ] || python3 -m benchmarks.li2007 2>&1 | tee "$out/li2007.log"

@@ -125,3 +125,28 @@ def test_client_process_gets_no_cuda_context():
     seen = {b: subprocess.run([sys.executable, "-c", code, b], capture_output=True, text=True, env=env,
                               check=True).stdout.strip() for b in ("cpu", "cuda")}
     assert seen == {"cpu": "False", "cuda": "True"}
+
+
+def test_gpu_underdamped_switching_matches_fulton_dunkleberger():
+    # Moderate damping (damping / omega_p ~ 1.2): Kramers' rate is the right adiabatic rate
+    # (Mel'nikov's depopulation factor is 1 - 1e-13 here), for escape counted past the
+    # barrier ("next_well"), not at its top where recrossings would be counted too.
+    # theta = 0.05 and a ramp of 3e-6 per time unit put the median where Delta U/theta ~ 7;
+    # h = 0.0025 keeps Euler's numerical heating (h omega_p^2 / damping) at 0.2%.
+    from functools import partial
+
+    h, gamma_dot, theta, n = 0.0025, 3e-6, 0.05, 8192
+    rate = partial(theory.escape_rate, V0=1.0, damping=1.0, theta=theta, form="kramers")
+    grid = np.linspace(0.0, 0.99, 600)
+    start = float(np.interp(1e-6, theory.fulton_dunkleberger_cdf(grid, gamma_dot=gamma_dot, rate=rate), grid))
+    ds = ge.switching_currents(damping=1.0, D=theta, dgamma=gamma_dot * h, h=h, gamma_start=start, start="thermal",
+                               passage="next_well", realizations=n, seed=8, backend="cuda")
+    assert ds.switched.all()
+    comparison = ds.fpt.compare("kramers")
+    sample = ds.switching_current.values
+    mean = theory.fulton_dunkleberger_mean(gamma_dot=gamma_dot, rate=rate, gamma_start=start)
+    z = z_score(sample.mean(), sample.std(ddof=1) / math.sqrt(n), mean)
+    print(f"\nFD underdamped: KS {float(comparison.ks_statistic):.4f} (p = {float(comparison.ks_pvalue):.3f}), "
+          f"mean {sample.mean():.5f} vs {mean:.5f} (z = {z:+.2f}), start {start:.3f}")
+    assert float(comparison.ks_pvalue) > 0.01
+    assert abs(z) < 4
