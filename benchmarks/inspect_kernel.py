@@ -14,7 +14,7 @@ import numpy as np
 
 import gpuensembles as ge
 from gpuensembles import _backend
-from gpuensembles.models import josephson
+from gpuensembles.models import washboard
 
 from .bench_escape_times import CASE, SIZES
 
@@ -26,7 +26,7 @@ def main(outdir=None):
     row = np.array([[1.0, CASE["damping"], CASE["gamma"], CASE["D"], CASE["h"]]])
     n = SIZES["cuda"]
     for dtype in ("float32", "float64"):
-        runner = _backend.first_passage_runner(josephson.escape_kernel("underdamped", dtype), "cuda")
+        runner = _backend.first_passage_runner(washboard.escape_kernel("underdamped", dtype), "cuda")
         out = np.empty((1, n), dtype=np.int64)
         runner(row, np.zeros(1, np.uint32), 0, 1, 10**9, out[:, :4096])
         kernel = runner.kernel

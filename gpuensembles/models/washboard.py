@@ -51,23 +51,24 @@ def _integrator(model: str, dtype: str):
 
     @jit
     def block(k, phi, v, z0, z1, z2, z3, decay, b, c, s, h, top, max_steps):
-        # Written out, not a loop over the normals: a tuple indexed in a loop would live
-        # in local memory on the GPU. Returns ((k, phi, v), status), status 0 running,
-        # 1 passage (phi > top), 2 max_steps reached.
+        # Four steps, then one test for a passage: straight-line code that the GPU can
+        # overlap with the next block's random numbers (a lane alone on its scheduler
+        # is latency-bound). Steps after the first passage are integrated but discarded.
+        # Returns ((k, phi, v), status): 0 running, 1 passage (phi > top), 2 max_steps.
         if k + 4 <= max_steps:
-            phi, v = euler(phi, v, z0, decay, b, c, s, h)
-            if phi > top:
-                return (k + 1, phi, v), 1
-            phi, v = euler(phi, v, z1, decay, b, c, s, h)
-            if phi > top:
-                return (k + 2, phi, v), 1
-            phi, v = euler(phi, v, z2, decay, b, c, s, h)
-            if phi > top:
-                return (k + 3, phi, v), 1
-            phi, v = euler(phi, v, z3, decay, b, c, s, h)
-            if phi > top:
-                return (k + 4, phi, v), 1
-            return (k + 4, phi, v), (2 if k + 4 == max_steps else 0)
+            phi1, v1 = euler(phi, v, z0, decay, b, c, s, h)
+            phi2, v2 = euler(phi1, v1, z1, decay, b, c, s, h)
+            phi3, v3 = euler(phi2, v2, z2, decay, b, c, s, h)
+            phi4, v4 = euler(phi3, v3, z3, decay, b, c, s, h)
+            if max(max(phi1, phi2), max(phi3, phi4)) > top:
+                if phi1 > top:
+                    return (k + 1, phi1, v1), 1
+                if phi2 > top:
+                    return (k + 2, phi2, v2), 1
+                if phi3 > top:
+                    return (k + 3, phi3, v3), 1
+                return (k + 4, phi4, v4), 1
+            return (k + 4, phi4, v4), (2 if k + 4 == max_steps else 0)
         for j in range(max_steps - k):  # last, partial block: at most three steps
             phi, v = euler(phi, v, z0 if j == 0 else (z1 if j == 1 else z2), decay, b, c, s, h)
             if phi > top:
@@ -115,13 +116,17 @@ def escape_kernel(model: str, dtype: str, passage: str = "barrier_top") -> _back
 
     @jit
     def init(coef, seed, stream, realization):
-        return (np.int64(0), coef[6], F(0.0))
+        return (np.int64(0), coef[6], F(0.0)) + normals4(seed, stream, realization, 0)
 
     @jit
     def advance(state, coef, max_steps, seed, stream, realization):
-        k, phi, v = state
-        z0, z1, z2, z3 = normals4(seed, stream, realization, k >> 2)
-        return block(k, phi, v, z0, z1, z2, z3, coef[0], coef[1], coef[2], coef[3], coef[4], coef[5], max_steps)
+        # state carries this block's four normals; the next block's are drawn here, off
+        # the critical path of the integration (software pipelining)
+        k, phi, v, z0, z1, z2, z3 = state
+        following = normals4(seed, stream, realization, (k >> 2) + 1)
+        now, status = block(k, phi, v, z0, z1, z2, z3, coef[0], coef[1], coef[2], coef[3], coef[4], coef[5],
+                            max_steps)
+        return now + following, status
 
     return _backend.FirstPassageKernel(prepare, init, advance)
 
@@ -190,16 +195,17 @@ def switching_kernel(model: str, dtype: str, passage: str = "barrier_top") -> _b
         if coef[10]:
             phi = _thermal_phase(coef[8], gamma0, coef[9], seed, stream, realization)
             v = 0.0 if overdamped else math.sqrt(coef[9]) * rng.normals4_f64(seed, stream, realization, WARM_START_DRAW - 1)[0]
-            return (np.int64(0), F(phi), F(v))
-        return (np.int64(0), F(math.asin(min(gamma0, 1.0))), F(0.0))
+            return (np.int64(0), F(phi), F(v)) + normals4(seed, stream, realization, 0)
+        return (np.int64(0), F(math.asin(min(gamma0, 1.0))), F(0.0)) + normals4(seed, stream, realization, 0)
 
     @jit
     def advance(state, coef, max_steps, seed, stream, realization):
-        k, phi, v = state
+        k, phi, v, z0, z1, z2, z3 = state  # as in escape_kernel: this block's normals
+        following = normals4(seed, stream, realization, (k >> 2) + 1)
         gamma = coef[5] + (np.float64(k) + 2.5) * coef[6]  # centre of steps k+1 .. k+4
         top = F(passage_point(gamma, next_well))
-        z0, z1, z2, z3 = normals4(seed, stream, realization, k >> 2)
-        return block(k, phi, v, z0, z1, z2, z3, coef[0], coef[1], F(coef[2] * gamma), coef[3], coef[4], top,
-                     min(max_steps, coef[7]))
+        now, status = block(k, phi, v, z0, z1, z2, z3, coef[0], coef[1], F(coef[2] * gamma), coef[3], coef[4], top,
+                            min(max_steps, coef[7]))
+        return now + following, status
 
     return _backend.FirstPassageKernel(prepare, init, advance)
