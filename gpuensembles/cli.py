@@ -1,13 +1,15 @@
 """Command line: ``gpuensembles <model> ...`` runs an ensemble and writes NetCDF.
 
-Example::
+Examples::
 
     gpuensembles escape-times --damping 0.05 --gamma 0.5 --D 0.01 --h 0.004 \\
         --realizations 5120 -o fpt.nc
+    gpuensembles switching-currents --preset li2007 --sweep-rate 2e7 --realizations 200 \\
+        -o sc.nc --plot sc.png
 
 Any parameter option takes several values (``--D 0.004 0.008 0.012``), which become a
 dimension of the output. A progress bar runs on stderr, and a one-screen summary
-(device, throughput, mean passage time per parameter point) is printed at the end.
+(device, throughput, mean per parameter point) is printed at the end.
 """
 
 import argparse
@@ -19,39 +21,102 @@ import numpy as np
 from . import __version__
 from .models import josephson
 
+#: Junctions known by name: SI parameters and the integration step of seed 000, Fig. 11(b).
+PRESETS = {
+    "li2007": dict(R=250.0, C=88e-15, Ic=0.748e-6, T=1.2, sweep_rate=200.0, h=1e-4),
+}
+
 
 def _values(values):
+    if values is None:
+        return None
     return values[0] if len(values) == 1 else np.asarray(values)
 
 
-def _add_escape_times(sub):
-    p = sub.add_parser("escape-times", help="escape times of a Josephson junction (washboard Langevin model)",
-                       description=josephson.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    for name, default in (("V0", [1.0]), ("damping", None), ("gamma", None), ("D", None), ("h", None)):
-        meta = josephson.PARAMETERS[name]
-        p.add_argument(f"--{name}", type=float, nargs="+", default=default, required=default is None,
-                       metavar="X", help=f"{meta['long_name']} (one or more values)")
+def _parameter(p, name, help_text, default=None, required=False):
+    p.add_argument(f"--{name.replace('_', '-')}", dest=name, type=float, nargs="+", default=default,
+                   required=required, metavar="X", help=f"{help_text} (one or more values)")
+
+
+def _add_common(p):
     p.add_argument("--realizations", type=int, required=True, help="realizations per parameter point")
     p.add_argument("--model", choices=josephson.MODELS, default="underdamped")
-    p.add_argument("--max-steps", type=int, default=10**9, help="steps after which a realization gives up")
+    p.add_argument("--passage", choices=josephson.PASSAGES, default="barrier_top",
+                   help="escape at the barrier top (seed 000) or at the next well (what rate theory counts)")
     p.add_argument("--seed", type=int, default=None, help="random seed in [0, 2**32); default: fresh, recorded")
     p.add_argument("--dtype", choices=josephson.DTYPES, default="float32")
     p.add_argument("--backend", choices=("auto", "cuda", "cpu"), default="auto")
     p.add_argument("-o", "--output", required=True, help="NetCDF file to write")
+    p.add_argument("--plot", metavar="PNG", help="also draw the distribution into this PNG file")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _add_escape_times(sub):
+    p = sub.add_parser("escape-times", help="escape times of a Josephson junction (washboard Langevin model)",
+                       description=josephson.escape_times.__doc__.split("\n\n")[0],
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    _parameter(p, "V0", josephson.PARAMETERS["V0"]["long_name"], default=[1.0])
+    for name in ("damping", "gamma", "D", "h"):
+        _parameter(p, name, josephson.PARAMETERS[name]["long_name"], required=True)
+    p.add_argument("--max-steps", type=int, default=10**9, help="steps after which a realization gives up")
+    _add_common(p)
     p.set_defaults(run=_run_escape_times)
+
+
+def _add_switching_currents(sub):
+    p = sub.add_parser("switching-currents", help="switching currents under a bias ramp (normalized or SI units)",
+                       description=josephson.switching_currents.__doc__.split("\n\n")[0],
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--preset", choices=sorted(PRESETS), help="a known junction (SI values and h; options override)")
+    for name in ("V0", "damping", "D", "dgamma"):
+        _parameter(p, name, josephson.PARAMETERS[name]["long_name"] + " (normalized form)")
+    for name, (long_name, units, *_) in josephson.PHYSICAL.items():
+        _parameter(p, name, f"{long_name} [{units}] (SI form)")
+    _parameter(p, "h", josephson.PARAMETERS["h"]["long_name"])
+    p.add_argument("--gamma-start", default="0", help="bias where the ramp starts, or 'auto' (warm start)")
+    p.add_argument("--gamma-end", type=float, default=1.0, help="bias where the ramp stops")
+    p.add_argument("--start", choices=josephson.STARTS, default="rest")
+    _add_common(p)
+    p.set_defaults(run=_run_switching_currents)
+
+
+def _common_kwargs(args):
+    return dict(realizations=args.realizations, model=args.model, passage=args.passage, seed=args.seed,
+                dtype=args.dtype, backend=args.backend, progress=not args.no_progress)
 
 
 def _run_escape_times(args):
     t0 = time.perf_counter()
     ds = josephson.escape_times(
         V0=_values(args.V0), damping=_values(args.damping), gamma=_values(args.gamma), D=_values(args.D),
-        h=_values(args.h), realizations=args.realizations, model=args.model, max_steps=args.max_steps,
-        seed=args.seed, dtype=args.dtype, backend=args.backend, progress=not args.no_progress,
+        h=_values(args.h), max_steps=args.max_steps, **_common_kwargs(args),
     )
-    seconds = time.perf_counter() - t0
-    ds.to_netcdf(args.output)
-    _summary(ds, seconds, args.output)
+    return ds, time.perf_counter() - t0
+
+
+def _run_switching_currents(args):
+    preset = dict(PRESETS.get(args.preset, {}))
+    physical = {k: _values(getattr(args, k)) if getattr(args, k) is not None else preset.get(k)
+                for k in josephson.PHYSICAL}
+    h = _values(args.h) if args.h is not None else preset.get("h")
+    if h is None:
+        raise ValueError("h is required (or a --preset that sets it)")
+    normalized = dict(V0=_values(args.V0), damping=_values(args.damping), D=_values(args.D),
+                      dgamma=_values(args.dgamma))
+    kwargs = dict(h=h, gamma_start=args.gamma_start if args.gamma_start == "auto" else float(args.gamma_start),
+                  gamma_end=args.gamma_end, start=args.start, **_common_kwargs(args))
+    if any(v is not None for v in physical.values()):
+        missing = [k for k, v in physical.items() if v is None]
+        if missing:
+            raise ValueError(f"the SI form needs {', '.join('--' + k.replace('_', '-') for k in missing)}")
+        if any(v is not None for v in normalized.values()):
+            raise ValueError("give either the SI options (--R --C --Ic --T --sweep-rate) or --V0/--damping/--D/--dgamma")
+        kwargs["physical"] = physical
+    else:
+        kwargs.update({k: v for k, v in normalized.items() if v is not None})
+    t0 = time.perf_counter()
+    ds = josephson.switching_currents(**kwargs)
+    return ds, time.perf_counter() - t0
 
 
 def _summary(ds, seconds, output):
@@ -59,12 +124,38 @@ def _summary(ds, seconds, output):
     print(f"gpuensembles {__version__} | {ds.attrs['model']} | backend {ds.attrs['backend']} on {ds.attrs['device']}")
     print(f"seed {ds.attrs['seed']} | {steps:.3e} steps in {seconds:.2f} s ({steps / seconds:.3e} steps/s) -> {output}")
     stats = ds.fpt.mean(censored="drop")
-    frame = stats.to_dataframe() if stats["mean"].ndim else None
-    if frame is None:
-        print(f"mean escape time {float(stats['mean']):.6g} +- {float(stats['stderr']):.2g} "
-              f"({int(stats['n'])} escaped, {int(stats['n_censored'])} did not)")
+    passed = "switched" if "switched" in ds else "escaped"
+    if "switching_current_A" in ds:
+        ic = ds.switching_current_A / ds.switching_current
+        stats["mean_A"] = stats["mean"] * ic.mean("realization")
+    if stats["mean"].ndim == 0:
+        text = ", ".join(f"{k} {float(v):.6g}" for k, v in stats.data_vars.items())
+        print(text.replace("n_censored", f"not {passed}").replace(" n ", f" {passed} "))
         return
-    print(frame.rename(columns={"n": "escaped", "n_censored": "not escaped"}).to_string(float_format=lambda x: f"{x:.6g}"))
+    frame = stats.to_dataframe().rename(columns={"n": passed, "n_censored": f"not {passed}"})
+    print(frame.to_string(float_format=lambda x: f"{x:.6g}"))
+
+
+def _plot(ds, path):
+    """Empirical CDF of every parameter point into one PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .analysis.plots import plot_cdf
+
+    sample = ds["switching_current" if "switching_current" in ds else "escape_time"]
+    sweep = [d for d in sample.dims if d != "realization"]
+    points = sample.stack(point=sweep).transpose("point", ...) if sweep else [sample]
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    for point in points:
+        label = ", ".join(f"{d}={float(point[d]):.4g}" for d in sweep) or "simulation"
+        plot_cdf(point.copy(data=point.values), ax=ax, label=label)
+    ax.set_title(ds.attrs["model"])
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def main(argv=None):
@@ -73,11 +164,16 @@ def main(argv=None):
     parser.add_argument("--version", action="version", version=f"gpuensembles {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="<model>")
     _add_escape_times(sub)
+    _add_switching_currents(sub)
     args = parser.parse_args(argv)
     try:
-        args.run(args)
+        ds, seconds = args.run(args)
     except ValueError as err:
         parser.exit(2, f"gpuensembles: error: {err}\n")
+    ds.to_netcdf(args.output)
+    if args.plot:
+        _plot(ds, args.plot)
+    _summary(ds, seconds, args.output)
     return 0
 
 

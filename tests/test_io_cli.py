@@ -59,3 +59,24 @@ def test_import_does_not_touch_cuda():
 def test_console_script_help():
     out = subprocess.run([sys.executable, "-m", "gpuensembles.cli", "--help"], capture_output=True, text=True, check=True)
     assert "escape-times" in out.stdout
+
+
+def test_cli_switching_preset_writes_netcdf_and_plot(tmp_path, capsys):
+    out, png = tmp_path / "sc.nc", tmp_path / "sc.png"
+    cli.main(["switching-currents", "--preset", "li2007", "--sweep-rate", "2e8", "--realizations", "16", "--seed", "2",
+              "--backend", "cpu", "--no-progress", "-o", str(out), "--plot", str(png)])
+    text = capsys.readouterr().out
+    ds = ge.open_dataset(out)
+    assert ds.switching_current_A.attrs["units"] == "A" and ds.attrs["physical_sweep_rate"] == 2e8
+    assert "mean_A" in text and png.stat().st_size > 10_000
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_switching_normalized_and_mixed_forms(tmp_path, capsys):
+    out = tmp_path / "n.nc"
+    cli.main(["switching-currents", "--damping", "1", "--D", "0.1", "--dgamma", "2e-5", "--h", "0.02",
+              "--gamma-start", "0.2", "--realizations", "8", "--backend", "cpu", "--no-progress", "-o", str(out)])
+    assert ge.open_dataset(out).switched.all()
+    with pytest.raises(SystemExit):
+        cli.main(["switching-currents", "--preset", "li2007", "--D", "0.1", "--realizations", "2", "-o", str(out)])
+    assert "either the SI options" in capsys.readouterr().err
