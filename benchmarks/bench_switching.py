@@ -16,18 +16,18 @@ LI2007 = dict(R=250.0, C=88e-15, Ic=0.748e-6, T=1.2)
 H = 1e-4
 
 
-def li2007_case(sweep_rate):
-    """Normalized parameters of the Li device at ``sweep_rate`` (1/s), h = 1e-4."""
-    u = josephson.normalize(**LI2007, sweep_rate=sweep_rate, h=H)
+def li2007_case(sweep_rate, h=H):
+    """Normalized parameters of the Li device at ``sweep_rate`` (1/s) and step ``h``."""
+    u = josephson.normalize(**LI2007, sweep_rate=sweep_rate, h=h)
     return {k: float(u[k]) for k in ("V0", "damping", "D", "dgamma")}
 
 
-def switching_steps(realizations, sweep_rate, backend="cuda", seed=1):
+def switching_steps(realizations, sweep_rate, backend="cuda", seed=1, h=H, integrator="euler"):
     """Steps and seconds of one ``switching_currents`` call for the Li device (after a warm-up)."""
-    case = li2007_case(sweep_rate)
-    ge.switching_currents(**case, h=H, realizations=64, seed=seed, backend=backend, progress=False)
+    kw = dict(li2007_case(sweep_rate, h), h=h, integrator=integrator, backend=backend, progress=False)
+    ge.switching_currents(**kw, realizations=64, seed=seed)
     t0 = time.perf_counter()
-    ds = ge.switching_currents(**case, h=H, realizations=realizations, seed=seed, backend=backend, progress=False)
+    ds = ge.switching_currents(**kw, realizations=realizations, seed=seed)
     return int(ds.steps.sum()), time.perf_counter() - t0, ds
 
 

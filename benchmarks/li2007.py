@@ -2,76 +2,85 @@
 
     python -m benchmarks.li2007
 
-The full experiment is 30,000 realizations at a 200/s sweep with h = 1e-4: about
-1.9e11 steps per realization, 5.7e15 in all. This script measures, in one run,
+The full experiment is 30,000 realizations at a 200/s sweep; with Euler at h = 1e-4 that is
+about 1.9e11 steps per realization, 5.7e15 in all. This script measures, in one run,
 
 * the throughput at full occupancy (2^20 realizations) and at the occupancy of the
-  experiment (30,000 realizations on one GPU, 7,500 per GPU on four), at a faster sweep
-  with the same junction so that each run fits in minutes;
-* the steps per second of a single realization (the critical path: a realization's
-  steps are sequential, no GPU count shortens it);
+  experiment (30,000 realizations on one GPU; 7,500 per GPU on four), at a 1e4 times
+  faster sweep of the same junction so that each measurement takes seconds;
+* the steps per second of one realization on its lane (the critical path: a realization's
+  steps are sequential, and no number of GPUs shortens it);
+* the same for BAOAB at h = 1e-3, and a two-sample KS test that its switching currents
+  agree with Euler's at h = 1e-4;
 
-and projects the wall time of the real experiment as the larger of (total steps / measured
-throughput at that occupancy) and (steps of the slowest realization / single-lane rate),
-with and without the warm start (gamma_start="auto").
+and projects the experiment's wall time as the larger of (total steps / throughput at
+that occupancy) and (steps of the slowest of 30,000 realizations / lane rate).
 """
 
 import functools
-import math
 
 import numpy as np
+from scipy import stats
 
 from gpuensembles import theory
 
-from .bench_switching import H, li2007_case, switching_steps
+from .bench_switching import li2007_case, switching_steps
 
 FULL = 30_000
+PROBE = 2e6  # 1e4 times the real sweep
 
 
-def fd_steps(sweep_rate, gamma_start=0.0):
-    """Mean steps per realization and the 1e-4-quantile-free maximum from Fulton-Dunkleberger."""
-    case = li2007_case(sweep_rate)
+def fd_steps(sweep_rate, h):
+    """Mean and slowest-of-30,000 steps per realization, from Fulton-Dunkleberger (Mel'nikov rate)."""
+    case = li2007_case(sweep_rate, h)
     theta = case["D"] / case["damping"]
     rate = functools.partial(theory.escape_rate, V0=case["V0"], damping=case["damping"], theta=theta)
-    gamma_dot = case["dgamma"] / H
-    mean = theory.fulton_dunkleberger_mean(gamma_dot=gamma_dot, rate=rate, gamma_start=gamma_start, gamma_end=0.95)
-    grid = np.linspace(gamma_start, 0.95, 2000)
-    cdf = theory.fulton_dunkleberger_cdf(grid, gamma_dot=gamma_dot, rate=rate, gamma_start=gamma_start)
-    slowest = float(np.interp(1 - 1.0 / FULL, cdf, grid))  # the largest of 30,000 switching currents
+    gamma_dot = case["dgamma"] / h
+    mean = theory.fulton_dunkleberger_mean(gamma_dot=gamma_dot, rate=rate, gamma_end=0.95)
+    grid = np.linspace(0.0, 0.95, 2000)
+    slowest = float(np.interp(1 - 1.0 / FULL, theory.fulton_dunkleberger_cdf(grid, gamma_dot=gamma_dot, rate=rate),
+                              grid))
     warm = theory.warm_start_gamma(gamma_dot=gamma_dot, V0=case["V0"], damping=case["damping"], theta=theta)
-    return {"mean": (mean - gamma_start) / case["dgamma"], "slowest": (slowest - gamma_start) / case["dgamma"],
-            "warm_start": warm, "mean_gamma": mean}
+    return {"mean": mean / case["dgamma"], "slowest": slowest / case["dgamma"], "warm_start": warm,
+            "mean_gamma": mean}
+
+
+def measure(h, integrator, device):
+    out = {}
+    for n in (1 << 20, FULL, FULL // 4):
+        steps, seconds, ds = switching_steps(n, PROBE, h=h, integrator=integrator)
+        out[n] = (steps / seconds, float(ds.steps.max()) / seconds, ds)
+        print(f"{device} {integrator} h={h:g}: {n:>8} realizations: {steps:.3e} steps in {seconds:.1f} s = "
+              f"{steps / seconds:.3e} steps/s; slowest realization {float(ds.steps.max()):.3e} steps "
+              f"(>= {float(ds.steps.max()) / seconds:.3e} steps/s on its lane)", flush=True)
+    return out
 
 
 def main():
     from gpuensembles import _backend
 
     device = _backend.device_name("cuda")
-    probe_rate = 2e6  # 1e4 times the real sweep: 3.5e7 steps per realization
-    rows = []
-    for n in (1 << 20, FULL, FULL // 4):
-        steps, seconds, ds = switching_steps(n, probe_rate)
-        per_lane = float(ds.steps.max()) / seconds  # the slowest realization ran the whole time
-        rows.append((n, steps / seconds, per_lane, seconds))
-        print(f"{device}: {n:>8} realizations, sweep {probe_rate:.0e}/s: {steps:.3e} steps in {seconds:.1f} s = "
-              f"{steps / seconds:.3e} steps/s; slowest realization {float(ds.steps.max()):.3e} steps "
-              f"(>= {per_lane:.3e} steps/s on its lane)", flush=True)
-    rate_one, rate_four = rows[1][1], rows[2][1]
-    lane = max(r[2] for r in rows[1:])
-    real = fd_steps(200.0)
-    warm = fd_steps(200.0, gamma_start=real["warm_start"])
-    print(f"\nLi et al. 2007 at 200/s (h = {H}): mean switching gamma {real['mean_gamma']:.4f}, "
-          f"{real['mean']:.3e} steps per realization, {real['mean'] * FULL:.3e} in all; "
-          f"warm start at gamma = {real['warm_start']:.2e} (P < 1e-9 by the Mel'nikov rate)")
-    print("| setting | total steps | GPUs | throughput-bound h | critical-path h | projected h |")
+    runs = {("euler", 1e-4): measure(1e-4, "euler", device), ("baoab", 1e-3): measure(1e-3, "baoab", device)}
+    a = runs[("euler", 1e-4)][FULL][2].switching_current.values
+    b = runs[("baoab", 1e-3)][FULL][2].switching_current.values
+    ks = stats.ks_2samp(a, b)
+    print(f"\nBAOAB h=1e-3 vs Euler h=1e-4 at {PROBE:g}/s, 30,000 realizations each: means {b.mean():.5f} vs "
+          f"{a.mean():.5f}, two-sample KS {ks.statistic:.4f} (p = {ks.pvalue:.3f})")
+    print("| integrator, h | total steps | GPUs | throughput-bound h | critical-path h | projected h |")
     print("|---|---|---|---|---|---|")
-    for label, s in (("full ramp", real), ("warm start", warm)):
+    for (integrator, h), run in runs.items():
+        s = fd_steps(200.0, h)
         total = s["mean"] * FULL
+        lane = max(run[FULL][1], run[FULL // 4][1])
         critical = s["slowest"] / lane / 3600
-        for gpus, rate in ((1, rate_one), (4, rate_four * 4)):
+        for gpus, rate in ((1, run[FULL][0]), (4, 4 * run[FULL // 4][0])):
             bound = total / rate / 3600
-            print(f"| {label} | {total:.3e} | {gpus} | {bound:.2f} | {critical:.2f} | {max(bound, critical):.2f} |")
-    print(f"(single-lane rate {lane:.3e} steps/s; 7,500 realizations per GPU on four GPUs, {math.ceil(FULL / 4)} lanes)")
+            print(f"| {integrator}, {h:g} | {total:.3e} | {gpus} | {bound:.2f} | {critical:.2f} | "
+                  f"{max(bound, critical):.2f} |")
+    s = fd_steps(200.0, 1e-4)
+    print(f"(200/s: mean switching gamma {s['mean_gamma']:.4f}; the warm start begins at gamma = "
+          f"{s['warm_start']:.1e}: at gamma = 0 the barrier is only 30 theta, so a ramp from 0 already has a 1e-9 "
+          f"chance to switch there and nothing can be skipped)")
 
 
 if __name__ == "__main__":

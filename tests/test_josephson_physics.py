@@ -77,3 +77,18 @@ def test_float32_and_float64_agree_statistically():
     a = ge.escape_times(**kw, dtype="float32", seed=9).fpt.mean()
     b = ge.escape_times(**kw, dtype="float64", seed=10).fpt.mean()
     assert abs(z_score(float(a["mean"]), float(a["stderr"]), float(b["mean"]), float(b["stderr"]))) < 4
+
+
+@pytest.mark.slow
+def test_baoab_at_ten_times_the_step_matches_fine_euler():
+    # damping 0.2, h omega_p^2 / damping = 10% at h = 0.023: Euler's numerical heating would
+    # speed escapes up visibly; BAOAB has no first-order heating.
+    kw = dict(damping=0.2, gamma=0.5, D=0.2 * float(theory.barrier(0.5)) / 5, passage="next_well",
+              realizations=2000, backend="cpu")
+    fine = ge.escape_times(**kw, h=0.0023, seed=11).fpt.mean()
+    baoab = ge.escape_times(**kw, h=0.023, integrator="baoab", seed=12).fpt.mean()
+    coarse = ge.escape_times(**kw, h=0.023, seed=13).fpt.mean()
+    args = [float(x) for x in (baoab["mean"], baoab["stderr"], fine["mean"], fine["stderr"])]
+    print(f"\nfine Euler {args[2]:.1f} +- {args[3]:.1f}, BAOAB x10 {args[0]:.1f} +- {args[1]:.1f}, "
+          f"Euler x10 {float(coarse['mean']):.1f} +- {float(coarse['stderr']):.1f}")
+    assert abs(z_score(*args)) < 4

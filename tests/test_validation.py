@@ -48,6 +48,8 @@ BAD = [
     ("backend", "gpu", "backend"),
     ("model", "quantum", "model"),
     ("dtype", "float16", "dtype"),
+    ("integrator", "rk4", "integrator"),
+    ("passage", "beyond", "passage"),
     ("chunks", 0, "chunks"),
     ("chunks", {"temperature": 3}, "chunks"),
     ("chunks", "big", "chunks"),
@@ -64,6 +66,11 @@ def test_overdamped_step_bound_uses_relaxation_rate():
     # h * V0 cos(phi0) / damping = 0.5 * 0.866 / 1 > 0.1
     with pytest.raises(ValueError, match="relaxation rate"):
         ge.escape_times(**{**GOOD, "model": "overdamped", "damping": 1.0, "h": 0.5})
+
+
+def test_baoab_is_for_the_underdamped_model():
+    with pytest.raises(ValueError, match="integrator='baoab'"):
+        ge.escape_times(**{**GOOD, "model": "overdamped", "damping": 1.0, "integrator": "baoab"})
 
 
 def test_conflicting_coordinates_on_a_shared_dimension():

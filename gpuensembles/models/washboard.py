@@ -35,18 +35,51 @@ SWITCHING_PARAMETERS = ("V0", "damping", "D", "h", "dgamma", "gamma_start", "war
 WARM_START_DRAW = np.int64(1) << np.int64(62)
 
 
+INTEGRATORS = ("euler", "baoab")
+
+
+@rng.fjit
+def step_coefficients(V0, damping, D, h, overdamped, baoab):
+    """``(decay, b, s)``: velocity decay, ``sin`` coefficient and noise amplitude per step.
+
+    Euler: ``1 - damping h``, ``V0 h``, ``sqrt(2 D h)`` (the last two / damping when
+    overdamped). BAOAB: the exact Ornstein-Uhlenbeck step ``exp(-damping h)`` and
+    ``sqrt(theta (1 - exp(-2 damping h)))`` with ``theta = D / damping``.
+    """
+    if baoab:
+        decay = math.exp(-damping * h)
+        return decay, V0 * h, math.sqrt(D / damping * (1.0 - decay * decay))
+    scale = 1.0 / damping if overdamped else 1.0
+    return 1.0 - damping * h, V0 * h * scale, math.sqrt(2.0 * D * h) * scale
+
+
 @functools.lru_cache(maxsize=None)
-def _integrator(model: str, dtype: str):
-    """``block``: four Euler steps from one Philox block of normals, in precision ``dtype``."""
+def _integrator(model: str, dtype: str, integrator: str = "euler"):
+    """``block``: four steps from one Philox block of normals, in precision ``dtype``.
+
+    ``euler`` is the seed's Euler-Maruyama scheme. ``baoab`` (underdamped only) is the
+    symmetric splitting half kick, half drift, exact Ornstein-Uhlenbeck velocity update,
+    half drift, half kick (Leimkuhler & Matthews, Appl. Math. Res. Express 2013, 34):
+    weak order 2 and no first-order numerical heating, so it allows a ~10x larger ``h``
+    at the same accuracy. Both take one normal per step.
+    """
     F = np.float32 if dtype == "float32" else np.float64
     overdamped = model == "overdamped"
+    baoab = integrator == "baoab"
+    half = F(0.5)
     jit = rng.fjit
 
     @jit
     def euler(phi, v, z, decay, b, c, s, h):
-        # b = V0 h, c = V0 gamma h (both / damping when overdamped), s = sqrt(2 D h) (idem)
+        # b = V0 h and c = V0 gamma h (both / damping when overdamped); see step_coefficients
         if overdamped:
             return phi + (c - b * math.sin(phi)) + s * z, v
+        if baoab:
+            v = v + half * (c - b * math.sin(phi))
+            phi = phi + half * h * v
+            v = decay * v + s * z
+            phi = phi + half * h * v
+            return phi, v + half * (c - b * math.sin(phi))
         return phi + v * h, decay * v + (c - b * math.sin(phi)) + s * z
 
     @jit
@@ -92,10 +125,11 @@ def passage_point(gamma, next_well):
 
 
 @functools.lru_cache(maxsize=None)
-def escape_kernel(model: str, dtype: str, passage: str = "barrier_top") -> _backend.FirstPassageKernel:
+def escape_kernel(model: str, dtype: str, passage: str = "barrier_top", integrator: str = "euler"):
     """Escape at constant bias from rest at the well bottom (seed 000, Algorithm 1)."""
-    F, block = _integrator(model, dtype)
+    F, block = _integrator(model, dtype, integrator)
     next_well = passage == "next_well"
+    baoab = integrator == "baoab"
     normals4 = rng.normals4_f32 if dtype == "float32" else rng.normals4_f64
     overdamped = model == "overdamped"
     jit = rng.fjit
@@ -103,12 +137,12 @@ def escape_kernel(model: str, dtype: str, passage: str = "barrier_top") -> _back
     @jit
     def prepare(par):
         V0, damping, gamma, D, h = par[0], par[1], par[2], par[3], par[4]
-        scale = 1.0 / damping if overdamped else 1.0
+        decay, b, s = step_coefficients(V0, damping, D, h, overdamped, baoab)
         return (
-            F(1.0 - damping * h),  # velocity decay per step (underdamped)
-            F(V0 * h * scale),
-            F(V0 * gamma * h * scale),
-            F(math.sqrt(2.0 * D * h) * scale),
+            F(decay),
+            F(b),
+            F(b * gamma),
+            F(s),
             F(h),
             F(passage_point(gamma, next_well)),
             F(math.asin(gamma)),  # well bottom
@@ -153,7 +187,7 @@ def _thermal_phase(V0, gamma, theta, seed, stream, realization):
 
 
 @functools.lru_cache(maxsize=None)
-def switching_kernel(model: str, dtype: str, passage: str = "barrier_top") -> _backend.FirstPassageKernel:
+def switching_kernel(model: str, dtype: str, passage: str = "barrier_top", integrator: str = "euler"):
     """Switching under a linear bias ramp (seed 000, Algorithm 3).
 
     Step ``k`` (1-based) uses ``gamma_k = gamma_start + k * dgamma``; a block of four
@@ -165,21 +199,22 @@ def switching_kernel(model: str, dtype: str, passage: str = "barrier_top") -> _b
     ``limit`` (a step count carried in float64, exact below 2**53) ends a realization
     when the ramp reaches ``gamma_end``.
     """
-    F, block = _integrator(model, dtype)
+    F, block = _integrator(model, dtype, integrator)
     normals4 = rng.normals4_f32 if dtype == "float32" else rng.normals4_f64
     overdamped = model == "overdamped"
     next_well = passage == "next_well"
+    baoab = integrator == "baoab"
     jit = rng.fjit
 
     @jit
     def prepare(par):
         V0, damping, D, h, dgamma, gamma_start, warm, limit = par[0], par[1], par[2], par[3], par[4], par[5], par[6], par[7]
-        scale = 1.0 / damping if overdamped else 1.0
+        decay, b, s = step_coefficients(V0, damping, D, h, overdamped, baoab)
         return (
-            F(1.0 - damping * h),
-            F(V0 * h * scale),
-            V0 * h * scale,  # float64: bias coefficient per unit gamma
-            F(math.sqrt(2.0 * D * h) * scale),
+            F(decay),
+            F(b),
+            b,  # float64: bias coefficient per unit gamma
+            F(s),
             F(h),
             gamma_start,
             dgamma,
