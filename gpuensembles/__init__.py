@@ -4,10 +4,11 @@ Importing this package never touches CUDA; the backend is chosen when a run star
 """
 
 from . import analysis  # noqa: F401  (registers the Dataset accessors)
+from .cluster import cluster
 from .io import open_dataset, version
 from .models import josephson
 from .models.josephson import escape_times, switching_currents
 
 __version__ = version()
 
-__all__ = ["escape_times", "switching_currents", "josephson", "open_dataset", "__version__"]
+__all__ = ["escape_times", "switching_currents", "josephson", "cluster", "open_dataset", "__version__"]

@@ -67,6 +67,13 @@ def cuda_available() -> bool:
         return False
 
 
+def gpu_count() -> int:
+    """Number of real CUDA GPUs visible (0 under the simulator); creates no context."""
+    if simulating_cuda() or not cuda_available():
+        return 0
+    return len(_cuda().gpus)
+
+
 def resolve(backend: str) -> str:
     """Turn ``"auto" | "cuda" | "cpu"`` into the backend that will run.
 
@@ -228,10 +235,15 @@ def _cuda_first_passage(kernel):
             # 16 resident blocks of 128 fill an SM (2048 threads); more blocks would
             # only start once the counter is exhausted.
             blocks = max(1, min(sms * 16, -(-n_items // threads)))
-        d_out = cuda.device_array(out.shape, dtype=np.int64)
-        counter = cuda.to_device(np.zeros(1, dtype=np.int64))
-        d_params = cuda.to_device(np.ascontiguousarray(params))
-        d_streams = cuda.to_device(np.ascontiguousarray(streams))
+        try:
+            d_out = cuda.device_array(out.shape, dtype=np.int64)
+            counter = cuda.to_device(np.zeros(1, dtype=np.int64))
+            d_params = cuda.to_device(np.ascontiguousarray(params))
+            d_streams = cuda.to_device(np.ascontiguousarray(streams))
+        except Exception as err:  # numba raises CudaAPIError / its own OOM error types
+            if "OUT_OF_MEMORY" in str(err).upper() or "out of memory" in str(err).lower():
+                raise MemoryError(f"GPU out of memory for a block of {out.shape} realizations") from err
+            raise
         run_stream = cuda.stream()
         with warnings.catch_warnings():
             # small chunks give small grids on purpose; numba's occupancy hint is noise here

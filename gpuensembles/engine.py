@@ -198,37 +198,85 @@ def run_block(plan: Plan, location: tuple, **runner_options) -> np.ndarray:
     """Run the realizations and points of one block; ``location`` holds one slice per dim.
 
     Resolves the backend and compiles the kernel in the calling process (a dask worker,
-    or the user's process for eager runs).
+    or the user's process for eager runs). If the device runs out of memory, the block is
+    split in two along ``realization`` and each half run on its own (same numbers: the
+    realization ids do not change); a single realization per point that does not fit
+    raises MemoryError saying what to change.
     """
     *sweep, real = location
     grid = plan.shape[:-1]
     index = np.arange(math.prod(grid), dtype=np.int64).reshape(grid)[tuple(sweep)]
-    table = plan.table()[index.ravel()]
     n_real = real.stop - real.start
-    out = np.empty((table.shape[0], n_real), dtype=np.int64)
-    runner = _backend.first_passage_runner(plan.kernel.factory(*plan.kernel.args), _backend.resolve(plan.backend))
-    runner(table, index.ravel().astype(np.uint32), real.start, plan.seed, plan.max_steps, out, **runner_options)
-    return out.reshape(index.shape + (n_real,))
+    try:
+        out = np.empty((index.size, n_real), dtype=np.int64)
+        runner = _backend.first_passage_runner(plan.kernel.factory(*plan.kernel.args), _backend.resolve(plan.backend))
+        runner(plan.table()[index.ravel()], index.ravel().astype(np.uint32), real.start, plan.seed, plan.max_steps,
+               out, **runner_options)
+        return out.reshape(index.shape + (n_real,))
+    except MemoryError as err:
+        if n_real < 2:
+            raise MemoryError(
+                f"one realization for each of {index.size} parameter points does not fit in memory ({err}); "
+                "use chunks={dim: 1} over the swept dimensions"
+            ) from err
+    mid = real.start + n_real // 2
+    halves = [run_block(plan, (*sweep, part)) for part in (slice(real.start, mid), slice(mid, real.stop))]
+    return np.concatenate(halves, axis=-1)
 
 
-def _dask_block(plan, block_info=None):
-    return run_block(plan, tuple(slice(*loc) for loc in block_info[None]["array-location"]))
+def _dask_block(plan, store, block_info=None):
+    info = block_info[None]
+    location = tuple(slice(*loc) for loc in info["array-location"])
+    if store is None:
+        return run_block(plan, location)
+    return store.get_or_run(tuple(info["chunk-location"]), lambda: run_block(plan, location))
 
 
-def execute(plan: Plan, chunks=None, progress="auto"):
-    """Run ``plan``; return int64 ``(*sweep dims, realization)`` values and whether they are lazy.
+#: Chunks a stored run is split into by default (each is a restart point).
+STORE_CHUNKS = 16
+
+
+def execute(plan: Plan, chunks=None, progress="auto", store=None):
+    """Run ``plan``; return its int64 ``(*sweep dims, realization)`` values.
 
     Eager (numpy) unless ``chunks`` is given or a ``distributed.Client`` is active, in
-    which case a dask array is returned and nothing runs until it is computed.
+    which case a dask array is returned and nothing runs until it is computed. With
+    ``store`` (a directory), finished chunks are kept there and reused (see
+    :mod:`gpuensembles.store`); the store is checked before anything runs.
     """
     client = _active_client()
+    lazy = chunks is not None or client is not None
     if chunks is None and client is not None:
         workers = max(1, len(client.scheduler_info().get("workers", {})))
         chunks = {REALIZATION: -(-plan.realizations // (4 * workers))}
-    if chunks is not None:
-        dask_chunks = normalize_chunks(plan, chunks)
-        return da.map_blocks(_dask_block, plan, chunks=dask_chunks, dtype=np.int64, meta=np.empty((0,) * len(plan.dims), np.int64))
+    if chunks is None and store is not None:
+        chunks = {REALIZATION: -(-plan.realizations // STORE_CHUNKS)}
+    dask_chunks = normalize_chunks(plan, chunks) if chunks is not None else None
+    chunk_store = None
+    if store is not None:
+        from .store import ChunkStore
+
+        chunk_store = ChunkStore(store, plan, dask_chunks).open()
+    if lazy:
+        meta = np.empty((0,) * len(plan.dims), np.int64)
+        return da.map_blocks(_dask_block, plan, chunk_store, chunks=dask_chunks, dtype=np.int64, meta=meta)
+    if chunk_store is not None:
+        return _run_eager_store(plan, chunk_store, progress)
     return _run_eager(plan, progress)
+
+
+def _run_eager_store(plan: Plan, store, progress) -> np.ndarray:
+    """Run chunk by chunk in this process, each read from or written to ``store``."""
+    starts = [np.concatenate(([0], np.cumsum(c))) for c in store.chunks]
+    out = np.empty(plan.shape, dtype=np.int64)
+    blocks = list(np.ndindex(*(len(c) for c in store.chunks)))
+    show = sys.stderr.isatty() if progress == "auto" else bool(progress)
+    with _progress_bar(len(blocks), show, unit="chunk") as bar:
+        for block in blocks:
+            location = tuple(slice(int(s[i]), int(s[i + 1])) for s, i in zip(starts, block))
+            out[location] = store.get_or_run(block, lambda: run_block(plan, location))
+            bar.update(1)
+    return out
 
 
 def _run_eager(plan: Plan, progress) -> np.ndarray:
@@ -276,7 +324,7 @@ def where_it_ran(plan: Plan, raw) -> tuple:
     return backend, _backend.device_name(backend)
 
 
-def _progress_bar(total: int, show: bool):
+def _progress_bar(total: int, show: bool, unit: str = "realization"):
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, disable=not show, unit="realization", unit_scale=True, leave=False)
+    return tqdm(total=total, disable=not show, unit=unit, unit_scale=True, leave=False)

@@ -184,6 +184,7 @@ def escape_times(
     seed=None,
     dtype="float32",
     chunks=None,
+    store=None,
     backend="auto",
     progress="auto",
 ) -> xr.Dataset:
@@ -230,6 +231,10 @@ def escape_times(
     chunks : int or dict, optional
         Realizations per chunk (int) or ``{dim: size}``. Given, or with an active
         ``distributed.Client``, the result is dask-backed and lazy.
+    store : str or path-like, optional
+        Directory that keeps every finished chunk; the same call resumes from it after
+        an interruption, bit-identically (:mod:`gpuensembles.store`). A store holding a
+        different run is refused.
     backend : {"auto", "cuda", "cpu"}
         Where the kernels run; ``auto`` picks CUDA when a GPU is visible.
     progress : {"auto", True, False}
@@ -250,7 +255,7 @@ def escape_times(
     """
     call = dict(V0=V0, damping=damping, gamma=gamma, D=D, h=h, realizations=realizations, model=model,
                 passage=passage, integrator=integrator, max_steps=max_steps, seed=seed, dtype=dtype, chunks=chunks,
-                backend=backend)
+                store=store, backend=backend)
     params = _common(model, dtype, passage, integrator, V0=V0, damping=damping, gamma=gamma, D=D, h=h)
     # gamma < 0 is the mirror image (phi -> -phi) of |gamma|: same escape statistics
     engine.check_range("gamma", params["gamma"], 0, 1, high_open=True, hint="; for a negative bias use |gamma|")
@@ -263,7 +268,7 @@ def escape_times(
         kernel=engine.KernelSpec(washboard.escape_kernel, (model, dtype, passage, integrator)),
         backend=backend,
     )
-    raw = engine.execute(plan, chunks=chunks, progress=progress)
+    raw = engine.execute(plan, chunks=chunks, progress=progress, store=store)
     signed = engine.label(plan, raw, PARAMETERS)
     steps, escaped = abs(signed), signed > 0
     times = xr.where(escaped, steps * dict(zip(washboard.ESCAPE_PARAMETERS, plan.params))["h"], np.nan)
@@ -317,6 +322,7 @@ def switching_currents(
     seed=None,
     dtype="float32",
     chunks=None,
+    store=None,
     backend="auto",
     progress="auto",
 ) -> xr.Dataset:
@@ -356,7 +362,7 @@ def switching_currents(
     start : {"rest", "thermal"}
         Initial state: at rest at the well bottom (seed 000), or drawn from the
         Boltzmann distribution of the well at ``gamma_start``.
-    model, passage, integrator, seed, dtype, chunks, backend, progress
+    model, passage, integrator, seed, dtype, chunks, store, backend, progress
         As in :func:`escape_times`.
 
     Returns
@@ -367,7 +373,7 @@ def switching_currents(
     """
     call = dict(h=h, realizations=realizations, damping=damping, D=D, dgamma=dgamma, V0=V0, physical=physical,
                 gamma_start=gamma_start, gamma_end=gamma_end, start=start, model=model, passage=passage,
-                integrator=integrator, seed=seed, dtype=dtype, chunks=chunks, backend=backend)
+                integrator=integrator, seed=seed, dtype=dtype, chunks=chunks, store=store, backend=backend)
     _check_choice("start", start, STARTS)
     if physical is not None:
         if any(x is not None for x in (damping, D, dgamma)) or not (np.isscalar(V0) and V0 == 1.0):
@@ -401,7 +407,7 @@ def switching_currents(
         kernel=engine.KernelSpec(washboard.switching_kernel, (model, dtype, passage, integrator)),
         backend=backend,
     )
-    raw = engine.execute(plan, chunks=chunks, progress=progress)
+    raw = engine.execute(plan, chunks=chunks, progress=progress, store=store)
     signed = engine.label(plan, raw, PARAMETERS)
     steps, switched = abs(signed), signed > 0
     p = dict(zip(washboard.SWITCHING_PARAMETERS, plan.params))
