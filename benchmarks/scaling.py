@@ -2,8 +2,9 @@
 
     python -m benchmarks.scaling [--gpus 1 2 4] [--seconds 60]
 
-For escape times (seed Fig. 10 setting, D = 0.008) and switching currents (Li et al. 2007
-junction, 2e6/s sweep), sized to take about ``--seconds`` on one GPU, it times
+For escape times (seed Fig. 10 setting, D = 0.008; 64 chunks) and switching currents (Li et
+al. 2007 junction, 2e7/s sweep; 16 chunks, each large enough to fill a GPU), sized to take
+about ``--seconds`` on one GPU, it times
 ``ds.steps.sum().compute()`` (every chunk run on the workers, only a number comes back)
 on 1, 2 and 4 GPUs, and prints the parallel efficiency T1 / (n Tn). It also checks that
 the client process never held a CUDA context (nvidia-smi lists the processes that do).
@@ -20,8 +21,8 @@ from .bench_switching import li2007_case
 
 ESCAPE = dict(damping=0.05, gamma=0.5, D=0.008, h=0.004, seed=3)  # 2.8e5 steps per escape
 ESCAPE_RATE = 4.5e11 / 2.8e5  # realizations per second on one H200, from benchmarks.report
-SWITCH = dict(li2007_case(2e6), h=1e-4, seed=3)  # 3.5e7 steps per switching event
-SWITCH_RATE = 3.3e11 / 3.5e7
+SWITCH = dict(li2007_case(2e7), h=1e-4, seed=3)  # 3.9e6 steps per switching event
+SWITCH_RATE = 3.3e11 / 3.9e6
 
 
 def _timed(make, chunk):
@@ -37,20 +38,20 @@ def main(argv=None):
     parser.add_argument("--seconds", type=float, default=60.0)
     args = parser.parse_args(argv)
     cases = {
-        "escape_times": (ESCAPE_RATE, lambda n, c: ge.escape_times(**ESCAPE, realizations=n, chunks=c)),
-        "switching_currents": (SWITCH_RATE, lambda n, c: ge.switching_currents(**SWITCH, realizations=n, chunks=c)),
+        "escape_times": (ESCAPE_RATE, 64, lambda n, c: ge.escape_times(**ESCAPE, realizations=n, chunks=c)),
+        "switching_currents": (SWITCH_RATE, 16,
+                               lambda n, c: ge.switching_currents(**SWITCH, realizations=n, chunks=c)),
     }
     results = {}
     for gpus in args.gpus:
         with ge.cluster(n_gpus=gpus, dashboard_address=None) as client:
             client.wait_for_workers(gpus)
-            for name, (rate, make) in cases.items():
+            for name, (rate, n_chunks, make) in cases.items():
                 n = int(rate * args.seconds)
-                chunk = -(-n // 64)  # 64 chunks: 16 per GPU on four GPUs
                 make(64 * 2, 2).steps.sum().compute()  # compile on every worker
-                seconds, steps = _timed(lambda c: make(n, c), chunk)
+                seconds, steps = _timed(lambda c: make(n, c), -(-n // n_chunks))
                 results[(name, gpus)] = seconds
-                print(f"{name}: {gpus} GPU(s), {n} realizations in 64 chunks: {seconds:.1f} s, "
+                print(f"{name}: {gpus} GPU(s), {n} realizations in {n_chunks} chunks: {seconds:.1f} s, "
                       f"{steps / seconds:.3e} steps/s", flush=True)
     pids = subprocess.run(["nvidia-smi", "--query-compute-apps=pid", "--format=csv,noheader"], capture_output=True,
                           text=True).stdout.split()
