@@ -57,21 +57,24 @@ def numba_cuda_escape_steps(*, damping, gamma, D, h, realizations, seed=1, max_s
     return int(out.copy_to_host().sum()), seconds
 
 
-def numpy_escape_steps(*, damping, gamma, D, h, realizations, seed=1, max_steps=10**9):
-    """Algorithm 1 vectorised over realizations with NumPy (float64), one step per array op."""
+def numpy_escape_steps(*, damping, gamma, D, h, realizations, seed=1, max_steps=10**9, V0=1.0, dgamma=0.0):
+    """Algorithms 1 and 3 vectorised over realizations with NumPy (float64), one step per array op.
+
+    With ``dgamma > 0`` the bias ramps from ``gamma`` (Algorithm 3, switching currents).
+    """
     rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
     phi = np.full(realizations, math.asin(gamma))
     v = np.zeros(realizations)
-    th = math.pi - math.asin(gamma)
     s = math.sqrt(2 * D * h)
     steps = 0
     k = 0
     while phi.size and k < max_steps:
-        phi, v = phi + v * h, v + (-damping * v - np.sin(phi) + gamma) * h + s * rng.standard_normal(phi.size)
         k += 1
+        bias = min(gamma + k * dgamma, 1.0)
+        phi, v = phi + v * h, v + (-damping * v + V0 * (bias - np.sin(phi))) * h + s * rng.standard_normal(phi.size)
         steps += phi.size
-        running = phi <= th
+        running = phi <= math.pi - math.asin(bias)
         if not running.all():
             phi, v = phi[running], v[running]
     return steps, time.perf_counter() - t0

@@ -9,6 +9,7 @@ import time
 import gpuensembles as ge
 from gpuensembles.models import josephson
 
+from . import baselines
 from .bench_escape_times import gpu_available
 
 #: Li et al., PRL 99, 037002 (2007), as in seed 000 Fig. 11(b): R, C, Ic, T (SI).
@@ -48,3 +49,28 @@ class SwitchingThroughput:
         return steps / seconds
 
     track_steps_per_second.unit = "steps/s"
+
+
+class SwitchingCPU:
+    """Li device at a 2e8/s sweep (4e5 steps per realization) on the CPU, against NumPy."""
+
+    timeout = 600
+    sweep_rate = 2e8
+    realizations = 1 << 10
+    numpy_realizations = 1 << 8
+
+    def track_steps_per_second(self):
+        steps, seconds, ds = switching_steps(self.realizations, self.sweep_rate, backend="cpu")
+        assert bool(ds.switched.all())
+        return steps / seconds
+
+    track_steps_per_second.unit = "steps/s"
+
+    def track_numpy_vectorised(self):
+        case = li2007_case(self.sweep_rate)
+        steps, seconds = baselines.numpy_escape_steps(damping=case["damping"], gamma=0.0, D=case["D"], h=H,
+                                                     realizations=self.numpy_realizations, V0=case["V0"],
+                                                     dgamma=case["dgamma"])
+        return steps / seconds
+
+    track_numpy_vectorised.unit = "steps/s"

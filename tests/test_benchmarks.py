@@ -2,7 +2,7 @@
 
 import pytest
 
-from benchmarks import bench_escape_times, report
+from benchmarks import bench_escape_times, bench_switching, report
 
 
 def test_track_functions_return_rates():
@@ -31,3 +31,15 @@ def test_report_quick(capsys):
     report.main(["--quick"])
     out = capsys.readouterr().out
     assert "gpuensembles cpu float32" in out and "NumPy vectorised" in out
+
+
+def test_switching_benchmarks_run_small():
+    bench = bench_switching.SwitchingCPU()
+    bench.realizations, bench.numpy_realizations = 16, 4  # 4e5 steps each
+    assert bench.track_steps_per_second() > 0 and bench.track_numpy_vectorised() > 0
+    gpu = bench_switching.SwitchingThroughput()
+    if bench_escape_times.gpu_available():
+        gpu.setup(1 << 20)
+    else:
+        with pytest.raises(NotImplementedError):
+            gpu.setup(1 << 20)
