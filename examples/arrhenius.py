@@ -1,6 +1,10 @@
-"""Seed 000, Fig. 10: mean escape time against 1/D and the barrier from its slope.
+"""
+Arrhenius plot of escape times (seed 000, Fig. 10)
+==================================================
 
-    python examples/arrhenius.py            # CPU size (about a minute on two cores)
+Mean escape time against 1/D and the barrier from its slope::
+
+    python examples/arrhenius.py            # CPU size (about ten seconds on two cores)
     python examples/arrhenius.py --gpu      # the seed's D range, h = 0.001, 32768 realizations
 
 Writes arrhenius.nc and arrhenius.png. The slope of ln<T> against 1/D is damping * Delta U
@@ -39,7 +43,7 @@ def main(argv=None):
         fit = ds.fpt.kramers_fit(dim="D", form=form)
         print(f"{form:>9}: slope {float(fit.slope):.5f} +- {float(fit.slope_stderr):.5f} "
               f"(damping * Delta U = {expected:.5f})")
-    ax.set_title(f"gamma = 0.5, damping = 0.05, h = {h}, {n} realizations per D")
+    ax.set_title(f"gamma = 0.5, damping = 0.05, h = {h}, {n} realizations per D", fontsize=10)
     fig.tight_layout()
     fig.savefig(f"{args.output}.png", dpi=120)
 

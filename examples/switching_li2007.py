@@ -1,4 +1,8 @@
-"""Seed 000, Fig. 11(b): switching-current distribution of the Li et al. (2007) junction.
+"""
+Switching currents of a measured junction (seed 000, Fig. 11b)
+==============================================================
+
+Switching-current distribution of the Li et al. (2007) junction::
 
     python examples/switching_li2007.py                    # CPU: 300 realizations, 2e7/s sweep
     python examples/switching_li2007.py --gpu              # 30,000 realizations, 2e5/s sweep

@@ -1,0 +1,46 @@
+"""Sphinx configuration: API from numpydoc docstrings, accessors, and a gallery executed from examples/."""
+
+import os
+import sys
+
+import sphinx_autosummary_accessors
+
+sys.path.insert(0, os.path.abspath(".."))
+sys.path.insert(0, os.path.abspath("."))
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+import gpuensembles  # noqa: E402
+from _gallery import OutputArgv  # noqa: E402
+
+project = "gpuensembles"
+author = "gpuensembles developers"
+release = version = gpuensembles.__version__
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.napoleon",
+    "sphinx.ext.mathjax",
+    "sphinx_autosummary_accessors",
+    "sphinx_gallery.gen_gallery",
+]
+templates_path = ["_templates", sphinx_autosummary_accessors.templates_path]
+exclude_patterns = ["_build", "gallery/*.ipynb", "gallery/*.py.md5", "gallery/*.codeobj.json"]
+autosummary_generate = True
+autodoc_typehints = "none"
+napoleon_google_docstring = False
+napoleon_numpy_docstring = True
+napoleon_use_rtype = False
+default_role = "code"
+html_theme = "alabaster"
+html_theme_options = {"description": "Very large stochastic ensembles on GPUs, as labeled xarray Datasets"}
+
+sphinx_gallery_conf = {
+    "examples_dirs": "../examples",
+    "gallery_dirs": "gallery",
+    "filename_pattern": r"/(arrhenius|switching_li2007)\.py$",  # executed at their CPU size
+    "reset_argv": OutputArgv(),
+    "download_all_examples": False,
+    "remove_config_comments": True,
+    "run_stale_examples": True,  # every build runs the examples (the docs build is a test)
+}

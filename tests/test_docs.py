@@ -1,0 +1,30 @@
+"""The documentation builds with warnings as errors, running every example at its CPU size."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import gpuensembles as ge
+
+ROOT = Path(__file__).parent.parent
+
+
+@pytest.mark.slow
+def test_docs_build_and_examples_run(tmp_path):
+    env = dict(os.environ, TMPDIR=str(tmp_path), MPLBACKEND="Agg")
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", "-d", str(tmp_path / "doctrees"),
+         str(ROOT / "docs"), str(tmp_path / "html")],
+        env=env, capture_output=True, text=True, timeout=900,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    for page in ("index", "getting_started", "josephson", "validation", "scaling", "performance", "api"):
+        assert (tmp_path / "html" / f"{page}.html").exists()
+    # the gallery ran the examples: their figures and their NetCDF outputs exist
+    for name, variable in (("arrhenius", "escape_time"), ("switching_li2007", "switching_current")):
+        assert (tmp_path / "html" / "_images" / f"sphx_glr_{name}_001.png").stat().st_size > 10_000
+        assert variable in ge.open_dataset(tmp_path / f"{name}.nc")
