@@ -50,6 +50,10 @@ def _add_common(p):
     p.add_argument("--backend", choices=("auto", "cuda", "cpu"), default="auto")
     p.add_argument("-o", "--output", required=True, help="NetCDF file to write")
     p.add_argument("--plot", metavar="PNG", help="also draw the distribution into this PNG file")
+    p.add_argument("--chunks", type=int, metavar="N", help="realizations per chunk (a dask-backed run)")
+    p.add_argument("--cluster", action="store_true",
+                   help="run the chunks on a local cluster: one worker per GPU (dask-cuda), or the CPU")
+    p.add_argument("--store", metavar="DIR", help="keep finished chunks in DIR; the same command resumes from it")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -84,8 +88,8 @@ def _add_switching_currents(sub):
 
 def _common_kwargs(args):
     return dict(realizations=args.realizations, model=args.model, passage=args.passage, integrator=args.integrator,
-                seed=args.seed,
-                dtype=args.dtype, backend=args.backend, progress=not args.no_progress)
+                seed=args.seed, dtype=args.dtype, backend=args.backend, progress=not args.no_progress,
+                chunks=args.chunks, store=args.store)
 
 
 def _run_escape_times(args):
@@ -117,9 +121,37 @@ def _run_switching_currents(args):
         kwargs["physical"] = physical
     else:
         kwargs.update({k: v for k, v in normalized.items() if v is not None})
+    _estimate(kwargs)
     t0 = time.perf_counter()
     ds = josephson.switching_currents(**kwargs)
     return ds, time.perf_counter() - t0
+
+
+def _estimate(kwargs):
+    """Print the expected work of a switching run (Fulton-Dunkleberger mean, Mel'nikov rate) to stderr."""
+    import functools
+
+    from . import _backend, theory
+
+    try:
+        if "physical" in kwargs:
+            units = josephson.normalize(**kwargs["physical"], h=kwargs["h"])
+            V0, damping, D, dgamma = (float(units[k].max()) for k in ("V0", "damping", "D", "dgamma"))
+        else:
+            V0, damping, D, dgamma = (float(np.max(kwargs.get(k, 1.0))) for k in ("V0", "damping", "D", "dgamma"))
+        h = float(np.max(kwargs["h"]))
+        rate = functools.partial(theory.escape_rate, V0=V0, damping=damping, theta=D / damping)
+        start = kwargs["gamma_start"] if isinstance(kwargs["gamma_start"], float) else 0.0
+        mean = theory.fulton_dunkleberger_mean(gamma_dot=dgamma / h, rate=rate, gamma_start=start, points=100)
+    except (ValueError, ArithmeticError):
+        return  # validation of the run itself reports bad input
+    steps = (mean - start) / dgamma * kwargs["realizations"]
+    speed = 3e11 if _backend.resolve(kwargs["backend"]) == "cuda" else 5e7 * _backend.numba.config.NUMBA_NUM_THREADS
+    hours = steps / speed / 3600
+    print(f"estimate: ~{steps:.2g} steps (mean switching gamma {mean:.3f}); about "
+          f"{hours * 60:.2g} min at ~{speed:.0e} steps/s" if hours < 1 else
+          f"estimate: ~{steps:.2g} steps; about {hours:.3g} h at ~{speed:.0e} steps/s -- consider a faster "
+          "--sweep-rate, fewer realizations, --integrator baoab with a 10x larger --h, or a GPU", file=sys.stderr)
 
 
 def _summary(ds, seconds, output):
@@ -161,6 +193,23 @@ def _plot(ds, path):
     plt.close(fig)
 
 
+def _compute(ds, client, show):
+    """Compute a dask-backed result, with dask's progress bar (distributed's on a cluster)."""
+    if client is not None:
+        from distributed import progress
+
+        ds = ds.persist()
+        if show:
+            progress(ds)
+        return ds.compute()
+    from dask.diagnostics import ProgressBar
+
+    if show:
+        with ProgressBar():
+            return ds.compute()
+    return ds.compute()
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="gpuensembles", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -169,10 +218,22 @@ def main(argv=None):
     _add_escape_times(sub)
     _add_switching_currents(sub)
     args = parser.parse_args(argv)
+    client = None
     try:
+        if args.cluster:
+            from . import cluster
+
+            client = cluster(dashboard_address=None)
         ds, seconds = args.run(args)
+        if not isinstance(ds.steps.data, np.ndarray):  # lazy: run the chunks with a progress display
+            t0 = time.perf_counter()
+            ds = _compute(ds, client, show=not args.no_progress)
+            seconds += time.perf_counter() - t0
     except ValueError as err:
         parser.exit(2, f"gpuensembles: error: {err}\n")
+    finally:
+        if client is not None:
+            client.close()
     ds.to_netcdf(args.output)
     if args.plot:
         _plot(ds, args.plot)

@@ -140,8 +140,16 @@ class Plan:
         return np.stack([p.values.ravel() for p in self.params], axis=-1)
 
 
-def make_plan(params: dict, *, realizations, seed, max_steps, kernel: KernelSpec, backend: str) -> Plan:
-    """Broadcast validated parameters against each other and record the run settings."""
+def make_plan(params: dict, *, realizations, seed, max_steps, kernel: KernelSpec, backend: str, store=None) -> Plan:
+    """Broadcast validated parameters against each other and record the run settings.
+
+    Without a ``seed``, the seed of the run kept in ``store`` is reused if there is one
+    (so the same command resumes), else a fresh one is drawn.
+    """
+    if seed is None and store is not None:
+        from .store import recorded_seed
+
+        seed = recorded_seed(store)
     if backend not in _backend.BACKENDS:
         raise ValueError(f"backend must be one of {_backend.BACKENDS}, got {backend!r}")
     try:

@@ -41,6 +41,14 @@ def fingerprint(plan, chunks: tuple) -> dict:
     return {"fingerprint": hashlib.sha256(text.encode()).hexdigest(), "plan": description}
 
 
+def recorded_seed(path):
+    """The seed of the run kept in store ``path``, or None (so a rerun without ``seed=`` resumes)."""
+    meta = Path(path) / "plan.json"
+    if not meta.exists():
+        return None
+    return json.loads(meta.read_text())["plan"]["seed"]
+
+
 class ChunkStore:
     """The chunks of one plan and chunking, kept in ``path``.
 

@@ -80,3 +80,15 @@ def test_cli_switching_normalized_and_mixed_forms(tmp_path, capsys):
     with pytest.raises(SystemExit):
         cli.main(["switching-currents", "--preset", "li2007", "--D", "0.1", "--realizations", "2", "-o", str(out)])
     assert "either the SI options" in capsys.readouterr().err
+
+
+def test_cli_chunks_and_store_resume(tmp_path, capsys):
+    args = ["escape-times", "--damping", "1", "--gamma", "0.5", "--D", "0.3", "--h", "0.01", "--model", "overdamped",
+            "--realizations", "40", "--chunks", "10", "--store", str(tmp_path / "run"), "--backend", "cpu",
+            "--no-progress"]
+    cli.main(args + ["-o", str(tmp_path / "a.nc")])
+    assert len(list((tmp_path / "run").glob("chunk-*.nc"))) == 4
+    cli.main(args + ["-o", str(tmp_path / "b.nc")])  # no --seed: the store's seed is reused
+    a, b = ge.open_dataset(tmp_path / "a.nc"), ge.open_dataset(tmp_path / "b.nc")
+    np.testing.assert_array_equal(a.steps.values, b.steps.values)
+    assert a.attrs["seed"] == b.attrs["seed"]

@@ -48,6 +48,14 @@ def test_store_with_dask_chunks(reference, tmp_path):
     assert len(list(tmp_path.glob("chunk-*.nc"))) == 2 * 6
 
 
+def test_store_without_seed_resumes_with_the_recorded_one(tmp_path):
+    kw = {k: v for k, v in CASE.items() if k != "seed"}
+    first = ge.escape_times(**kw, realizations=20, store=tmp_path)
+    again = ge.escape_times(**kw, realizations=20, store=tmp_path)
+    assert again.attrs["seed"] == first.attrs["seed"]
+    np.testing.assert_array_equal(again.steps.values, first.steps.values)
+
+
 @pytest.mark.parametrize("change, named", [(dict(seed=8), "seed"), (dict(D=[0.3, 0.6]), "parameters"),
                                            (dict(realizations=41), "shape"), (dict(chunks=5), "chunks")])
 def test_store_refuses_a_different_run(tmp_path, change, named):

@@ -224,7 +224,8 @@ def escape_times(
         Steps after which a realization stops without escaping (then ``escaped`` is
         False, ``steps == max_steps`` and ``escape_time`` is NaN).
     seed : int in [0, 2**32), optional
-        Random seed; drawn from the OS and recorded in the attributes when omitted.
+        Random seed; when omitted, the seed of the run in ``store`` if any, else drawn from
+        the OS; always recorded in the attributes.
     dtype : {"float32", "float64"}
         Precision of the state. Time is always ``steps * h`` in float64 from an
         int64 step count.
@@ -267,6 +268,7 @@ def escape_times(
         max_steps=max_steps,
         kernel=engine.KernelSpec(washboard.escape_kernel, (model, dtype, passage, integrator)),
         backend=backend,
+        store=store,
     )
     raw = engine.execute(plan, chunks=chunks, progress=progress, store=store)
     signed = engine.label(plan, raw, PARAMETERS)
@@ -406,6 +408,7 @@ def switching_currents(
         max_steps=max(1, int(limit.max())),
         kernel=engine.KernelSpec(washboard.switching_kernel, (model, dtype, passage, integrator)),
         backend=backend,
+        store=store,
     )
     raw = engine.execute(plan, chunks=chunks, progress=progress, store=store)
     signed = engine.label(plan, raw, PARAMETERS)
