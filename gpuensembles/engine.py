@@ -6,12 +6,14 @@ A run function validates its physical parameters, then hands the engine
 * a *kernel spec* naming a module-level kernel factory and its arguments, so that a
   task can rebuild (and compile) the kernel inside whichever process runs it,
 
-and gets back an int64 DataArray of shape ``(*sweep dims, realization)``.
+and gets back int64 step counts (numpy, or dask when lazy) of shape
+``(*sweep dims, realization)``; :func:`label` puts the coordinates on them.
 
 Randomness is keyed by ``(seed, stream)`` where the stream of a parameter point is its
 flat index in the full sweep grid, and counted by realization id. A block's numbers
-therefore depend only on which points and realizations it covers, never on chunking,
-worker count or backend.
+therefore depend only on which points and realizations it covers, never on chunking or
+worker count (the CPU backend and the CUDA simulator agree bit for bit; a real GPU's
+hardware sin/log approximations differ in the last bits, so it agrees statistically).
 """
 
 import math
