@@ -90,10 +90,6 @@ class ChunkStore:
     def _file(self, block: tuple) -> Path:
         return self.path / ("chunk-" + "-".join(str(int(i)) for i in block) + ".nc")
 
-    def done(self) -> int:
-        """Number of finished chunks in the store."""
-        return sum(1 for _ in self.path.glob("chunk-*.nc"))
-
     def get(self, block: tuple):
         """The values of a finished chunk, or None."""
         path = self._file(block)
