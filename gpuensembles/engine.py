@@ -310,6 +310,41 @@ def _run_eager(plan: Plan, progress) -> np.ndarray:
     return out
 
 
+def run_items(block: Callable, n_items: int, width: int, *, chunks=None, pieces: int = 1, progress="auto",
+              unit: str = "item"):
+    """Run ``block(start, stop) -> float64 array (stop - start, width)`` over items ``[0, n_items)``.
+
+    For ensembles whose items (e.g. batches of walks) each reduce to a row of numbers.
+    Eager (numpy, in up to ``pieces`` calls so a progress bar can advance) unless
+    ``chunks`` (items per task) is given or a ``distributed.Client`` is active; then a
+    dask array with one task per chunk. ``block`` must be picklable and pure: a chunk's
+    rows depend only on its items.
+    """
+    client = _active_client()
+    if chunks is None and client is not None:
+        workers = max(1, len(client.scheduler_info().get("workers", {})))
+        chunks = -(-n_items // (4 * workers))
+    if chunks is not None:
+        if isinstance(chunks, dict) or isinstance(chunks, bool):
+            raise ValueError(f"chunks must be an int ({unit}s per task), got {chunks!r}")
+        size = min(check_count("chunks", chunks), n_items)
+        return da.map_blocks(_items_block, block, chunks=(_split(n_items, size), (width,)), dtype=np.float64,
+                             meta=np.empty((0, 0), dtype=np.float64))
+    show = sys.stderr.isatty() if progress == "auto" else bool(progress)
+    bounds = np.linspace(0, n_items, max(1, min(pieces if show else 1, n_items)) + 1).astype(int)
+    out = np.empty((n_items, width), dtype=np.float64)
+    with _progress_bar(n_items, show, unit=unit) as bar:
+        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            out[lo:hi] = block(lo, hi)
+            bar.update(hi - lo)
+    return out
+
+
+def _items_block(block, block_info=None):
+    start, stop = block_info[None]["array-location"][0]
+    return block(start, stop)
+
+
 def label(plan: Plan, raw, metadata: dict) -> xr.DataArray:
     """Wrap ``raw`` (numpy or dask, shape ``plan.shape``) with the plan's coordinates.
 
