@@ -4,11 +4,14 @@ Importing this package never touches CUDA; the backend is chosen when a run star
 """
 
 from . import analysis  # noqa: F401  (registers the Dataset accessors)
+from . import mcls
 from .cluster import cluster
 from .io import open_dataset, version
+from .mcls import mc_solve
 from .models import josephson
 from .models.josephson import escape_times, switching_currents
 
 __version__ = version()
 
-__all__ = ["escape_times", "switching_currents", "josephson", "cluster", "open_dataset", "__version__"]
+__all__ = ["escape_times", "switching_currents", "josephson", "mc_solve", "mcls", "cluster", "open_dataset",
+           "__version__"]
