@@ -42,8 +42,22 @@ def escape(model, dtype):
     return {"steps": ds.steps.values.tolist(), "escaped": ds.escaped.values.tolist(), "device": ds.attrs["device"]}
 
 
+def mcls(method):
+    # 16 bins fit in shared memory; with the limit lowered they take the global-memory tally path
+    out = {}
+    for path, limit in (("shared", _backend._WALK_SHARED_BYTES), ("global", 64)):
+        _backend._WALK_SHARED_BYTES = limit
+        A = ge.mcls.problems.shifted_laplacian_1d(16, shift=0.3)
+        b = np.cos(np.arange(16))
+        kw = dict(method=method, histories=24, batches=3, seed=5, weight_cutoff=1e-4, progress=False,
+                  entries=None if method == "adjoint" else [0, 3, 15])
+        ds = ge.mc_solve(A, b, backend="cuda", **kw)
+        out[path] = {"x": ds.x.values.tolist(), "transitions": int(ds.transitions), "device": ds.attrs["device"]}
+    return out
+
+
 if __name__ == "__main__":
-    result = {"draws": draws()}
+    result = {"draws": draws(), "mcls-adjoint": mcls("adjoint"), "mcls-forward": mcls("forward")}
     for model in ("underdamped", "overdamped"):
         for dtype in ("float32", "float64"):
             result[f"{model}-{dtype}"] = escape(model, dtype)

@@ -43,3 +43,15 @@ def test_simulator_escape_steps_equal_cpu(simulated, model, dtype):
     assert sim["steps"] == cpu.steps.values.tolist()
     assert sim["escaped"] == cpu.escaped.values.tolist()
     assert cpu.escaped.values.any()  # the case exercises escapes, not only the step limit
+
+
+@pytest.mark.parametrize("method", ["adjoint", "forward"])
+@pytest.mark.parametrize("path", ["shared", "global"])
+def test_simulator_walks_equal_cpu_walks(simulated, method, path):
+    A = ge.mcls.problems.shifted_laplacian_1d(16, shift=0.3)
+    cpu = ge.mc_solve(A, np.cos(np.arange(16)), method=method, histories=24, batches=3, seed=5, weight_cutoff=1e-4,
+                      entries=None if method == "adjoint" else [0, 3, 15], backend="cpu", progress=False)
+    sim = simulated[f"mcls-{method}"][path]
+    assert sim["device"] == "CUDA simulator"
+    assert sim["transitions"] == int(cpu.transitions)  # the same walks
+    np.testing.assert_allclose(sim["x"], cpu.x.values, rtol=1e-12, atol=1e-15)  # atomics add in another order
