@@ -5,8 +5,10 @@
   no load balancing (a warp waits for its slowest lane).
 * ``numpy_escape_steps``: Euler vectorised over realizations with NumPy, compacting the
   still-running realizations as they escape.
+* ``numba_cuda_adjoint_walks``: adjoint Monte Carlo linear-solver walks the way seed 003
+  writes them (one thread per history, xoroshiro states, global atomics).
 
-Both return ``(steps, seconds)``: integration steps actually needed and wall time.
+The escape baselines return ``(steps, seconds)``: integration steps actually needed and wall time.
 """
 
 import math
@@ -78,3 +80,64 @@ def numpy_escape_steps(*, damping, gamma, D, h, realizations, seed=1, max_steps=
         if not running.all():
             phi, v = phi[running], v[running]
     return steps, time.perf_counter() - t0
+
+
+def numba_cuda_adjoint_walks(table, sources, histories, cutoff=1e-9, seed=1):
+    """Adjoint Monte Carlo walks as a plain numba.cuda kernel, the seed 003 design.
+
+    One thread per history (no load balancing: a warp waits for its longest walk),
+    ``numba.cuda.random`` xoroshiro128+ states (one per history, initialised before the
+    clock starts), a linear search of the row's CDF, every visit added to ``x`` in global
+    memory with a float64 atomic. Returns ``(x_sum, transitions, seconds)``; ``x_sum / histories``
+    is the collision estimate of ``x``.
+    """
+    from gpuensembles import _backend
+
+    cuda = _backend._cuda()
+    from numba.cuda.random import create_xoroshiro128p_states, xoroshiro128p_uniform_float64
+
+    @cuda.jit
+    def walks(states, indptr, indices, cdf, factor, src_cdf, src_state, src_weight, cutoff, x, transitions):
+        h = cuda.grid(1)
+        if h >= states.shape[0]:
+            return
+        u = xoroshiro128p_uniform_float64(states, h)
+        lo, hi = 0, src_cdf.shape[0] - 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if src_cdf[mid] < u:
+                lo = mid + 1
+            else:
+                hi = mid
+        i, w = src_state[lo], src_weight[lo]
+        wcut = cutoff * abs(w)
+        k = 0
+        while True:
+            cuda.atomic.add(x, i, w)
+            u = xoroshiro128p_uniform_float64(states, h)
+            e = indptr[i]
+            end = indptr[i + 1]
+            if e == end:
+                break
+            while e < end - 1 and cdf[e] < u:
+                e += 1
+            w *= factor[e]
+            i = indices[e]
+            k += 1
+            if abs(w) < wcut:
+                break
+        cuda.atomic.add(transitions, 0, k)
+
+    arrays = [cuda.to_device(np.ascontiguousarray(a)) for a in (*table, *sources)]
+    threads = 128
+    n = table[0].size - 1
+    for attempt, size in enumerate((threads, histories)):  # compile on a small launch, then time
+        states = create_xoroshiro128p_states(size, seed=seed + attempt)
+        x = cuda.to_device(np.zeros(n))
+        transitions = cuda.to_device(np.zeros(1, dtype=np.int64))
+        cuda.synchronize()
+        t0 = time.perf_counter()
+        walks[-(-size // threads), threads](states, *arrays, np.float64(cutoff), x, transitions)
+        cuda.synchronize()
+        seconds = time.perf_counter() - t0
+    return x.copy_to_host(), int(transitions.copy_to_host()[0]), seconds

@@ -13,6 +13,7 @@ out=${OUT:-/tmp/out}; mkdir -p "$out"
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   python3 -m pytest -m gpu -p no:cacheprovider -q "$@" 2>&1 | tee "$out/pytest_gpu.log" | tail -25
 fi
-python3 -m benchmarks.inspect_kernel "$out" 2>&1 | tee "$out/inspect.log" | tail -15
+[ "${SKIP_INSPECT:-0}" = 1 ] || python3 -m benchmarks.inspect_kernel "$out" 2>&1 | tee "$out/inspect.log" | tail -15
 [ "${SKIP_REPORT:-0}" = 1 ] || python3 -m benchmarks.report 2>&1 | tee "$out/report.log"
 [ "${SKIP_LI2007:-0}" = 1 ] || python3 -m benchmarks.li2007 2>&1 | tee "$out/li2007.log"
+[ "${SKIP_MCLS:-0}" = 1 ] || python3 -m benchmarks.bench_mcls 2>&1 | tee "$out/mcls.log"
