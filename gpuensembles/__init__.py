@@ -3,8 +3,7 @@
 Importing this package never touches CUDA; the backend is chosen when a run starts.
 """
 
-from . import analysis  # noqa: F401  (registers the Dataset accessors)
-from . import mcls
+from . import analysis, mcls  # noqa: F401  (importing analysis registers the Dataset accessors)
 from .cluster import cluster
 from .io import open_dataset, version
 from .mcls import mc_solve
