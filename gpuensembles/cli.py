@@ -6,6 +6,7 @@ Examples::
         --realizations 5120 -o fpt.nc
     gpuensembles switching-currents --preset li2007 --sweep-rate 2e7 --realizations 200 \\
         -o sc.nc --plot sc.png
+    gpuensembles mc-solve --problem laplacian-2d --size 30 --histories 1e7 -o x.nc
 
 Any parameter option takes several values (``--D 0.004 0.008 0.012``), which become a
 dimension of the output. A progress bar runs on stderr, and a one-screen summary
@@ -27,6 +28,16 @@ PRESETS = {
 }
 
 
+def _mc_problems():
+    from .mcls import problems
+
+    return {"laplacian-2d": (problems.laplacian_2d, 30), "shifted-laplacian-1d": (problems.shifted_laplacian_1d, 10**6)}
+
+
+#: Test matrices ``mc-solve --problem`` knows: builder and default size.
+MC_PROBLEMS = _mc_problems()
+
+
 def _values(values):
     if values is None:
         return None
@@ -45,15 +56,21 @@ def _add_common(p):
                    help="escape at the barrier top (seed 000) or at the next well (what rate theory counts)")
     p.add_argument("--integrator", choices=josephson.INTEGRATORS, default="euler",
                    help="Euler-Maruyama (seed 000) or BAOAB (underdamped; ~10x larger h at equal accuracy)")
-    p.add_argument("--seed", type=int, default=None, help="random seed in [0, 2**32); default: fresh, recorded")
     p.add_argument("--dtype", choices=josephson.DTYPES, default="float32")
+    _add_run_options(p, "realizations")
+    p.add_argument("--store", metavar="DIR", help="keep finished chunks in DIR; the same command resumes from it")
+    p.set_defaults(summary=_summary, plot=_plot)
+
+
+def _add_run_options(p, unit):
+    """Options every subcommand has: seed, backend, output, plot, chunks, cluster, progress."""
+    p.add_argument("--seed", type=int, default=None, help="random seed in [0, 2**32); default: fresh, recorded")
     p.add_argument("--backend", choices=("auto", "cuda", "cpu"), default="auto")
     p.add_argument("-o", "--output", required=True, help="NetCDF file to write")
-    p.add_argument("--plot", metavar="PNG", help="also draw the distribution into this PNG file")
-    p.add_argument("--chunks", type=int, metavar="N", help="realizations per chunk (a dask-backed run)")
+    p.add_argument("--plot", dest="plot_path", metavar="PNG", help="also draw the result into this PNG file")
+    p.add_argument("--chunks", type=int, metavar="N", help=f"{unit} per chunk (a dask-backed run)")
     p.add_argument("--cluster", action="store_true",
                    help="run the chunks on a local cluster: one worker per GPU (dask-cuda), or the CPU")
-    p.add_argument("--store", metavar="DIR", help="keep finished chunks in DIR; the same command resumes from it")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -84,6 +101,94 @@ def _add_switching_currents(sub):
     p.add_argument("--start", choices=josephson.STARTS, default="rest")
     _add_common(p)
     p.set_defaults(run=_run_switching_currents)
+
+
+def _add_mc_solve(sub):
+    from . import mcls
+
+    p = sub.add_parser("mc-solve", help="solve A x = b with forward or adjoint Monte Carlo random walks",
+                       description=mcls.mc_solve.__doc__.split("\n\n")[0],
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--problem", choices=sorted(MC_PROBLEMS), help="a test matrix of seed 003")
+    source.add_argument("--matrix", metavar="FILE", help="A from a Matrix Market (.mtx) or scipy .npz file")
+    p.add_argument("--size", type=int, help="grid side m (laplacian-2d, n = m^2; default 30) or n "
+                                            "(shifted-laplacian-1d; default 1e6)")
+    p.add_argument("--rhs", metavar="FILE", help="b from a .npy or .mtx file (default: all ones)")
+    p.add_argument("--method", choices=mcls.METHODS, default="adjoint")
+    p.add_argument("--estimator", choices=mcls.ESTIMATORS, default="collision")
+    p.add_argument("--histories", type=float, required=True, help="random walks (total; per entry for forward)")
+    p.add_argument("--weight-cutoff", type=float, default=1e-9, help="relative weight that ends a walk")
+    p.add_argument("--max-steps", type=int, default=None, help="transitions after which a walk ends")
+    p.add_argument("--batches", type=int, default=64, help="independent batches behind x_stderr")
+    p.add_argument("--entries", type=int, nargs="+", metavar="I", help="rows to estimate (forward method)")
+    p.add_argument("--force", action="store_true", help="run even if rho(H_hat) >= 1 (infinite variance)")
+    _add_run_options(p, "batches")
+    p.set_defaults(run=_run_mc_solve, summary=_mc_summary, plot=_mc_plot)
+
+
+def _mc_system(args):
+    """``(A, b)`` from ``--problem``/``--size`` or ``--matrix``, and ``--rhs``."""
+    import scipy.io
+    import scipy.sparse
+
+    if args.problem:
+        build, default_size = MC_PROBLEMS[args.problem]
+        A = build(args.size or default_size)
+    elif args.matrix.endswith(".npz"):
+        A = scipy.sparse.load_npz(args.matrix)
+    else:
+        A = scipy.io.mmread(args.matrix)
+    if args.rhs is None:
+        b = np.ones(A.shape[0])
+    elif args.rhs.endswith(".npy"):
+        b = np.load(args.rhs)
+    else:
+        b = np.asarray(scipy.io.mmread(args.rhs).todense() if args.rhs.endswith(".mtx") else np.loadtxt(args.rhs))
+    return A, np.asarray(b).ravel()
+
+
+def _run_mc_solve(args):
+    from . import mcls
+
+    if not float(args.histories).is_integer():
+        raise ValueError(f"histories must be an integer, got {args.histories!r}")
+    A, b = _mc_system(args)
+    t0 = time.perf_counter()
+    ds = mcls.mc_solve(A, b, method=args.method, histories=int(args.histories), weight_cutoff=args.weight_cutoff,
+                       max_steps=args.max_steps, estimator=args.estimator, entries=args.entries,
+                       batches=args.batches, seed=args.seed, chunks=args.chunks, force=args.force,
+                       backend=args.backend, progress=not args.no_progress)
+    return ds, time.perf_counter() - t0
+
+
+def _mc_summary(ds, seconds, output):
+    transitions = int(ds.transitions)
+    print(f"gpuensembles {__version__} | {ds.attrs['model']} | backend {ds.attrs['backend']} on {ds.attrs['device']}")
+    print(f"seed {ds.attrs['seed']} | {int(ds.histories):.3e} histories, {transitions:.3e} transitions in "
+          f"{seconds:.2f} s ({transitions / seconds:.3e} transitions/s) -> {output}")
+    print(f"n {ds.attrs['n']}, rho(H) {float(ds.rho_H):.6g}, rho(H_hat) {float(ds.rho_H_hat):.6g}, "
+          f"mean walk length {float(ds.mean_walk_length):.4g}")
+    rel = float(np.linalg.norm(ds.x_stderr) / np.linalg.norm(ds.x))
+    residual = f", relative residual {float(ds.relative_residual):.3g}" if "relative_residual" in ds else ""
+    print(f"||x_stderr|| / ||x|| = {rel:.3g}{residual}")
+
+
+def _mc_plot(ds, path):
+    """x with its error band over the rows into one PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.fill_between(ds.row, ds.x - 2 * ds.x_stderr, ds.x + 2 * ds.x_stderr, alpha=0.4, label="x +- 2 stderr")
+    ax.plot(ds.row, ds.x, lw=0.8, label="x (Monte Carlo)")
+    ax.set(xlabel="row", ylabel="x", title=ds.attrs["model"])
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def _common_kwargs(args):
@@ -217,6 +322,7 @@ def main(argv=None):
     sub = parser.add_subparsers(dest="command", required=True, metavar="<model>")
     _add_escape_times(sub)
     _add_switching_currents(sub)
+    _add_mc_solve(sub)
     args = parser.parse_args(argv)
     client = None
     try:
@@ -225,7 +331,7 @@ def main(argv=None):
 
             client = cluster(dashboard_address=None)
         ds, seconds = args.run(args)
-        if not isinstance(ds.steps.data, np.ndarray):  # lazy: run the chunks with a progress display
+        if any(not isinstance(v.data, np.ndarray) for v in ds.data_vars.values()):  # lazy: run the chunks
             t0 = time.perf_counter()
             ds = _compute(ds, client, show=not args.no_progress)
             seconds += time.perf_counter() - t0
@@ -235,9 +341,9 @@ def main(argv=None):
         if client is not None:
             client.close()
     ds.to_netcdf(args.output)
-    if args.plot:
-        _plot(ds, args.plot)
-    _summary(ds, seconds, args.output)
+    if args.plot_path:
+        args.plot(ds, args.plot_path)
+    args.summary(ds, seconds, args.output)
     return 0
 
 

@@ -92,3 +92,25 @@ def test_cli_chunks_and_store_resume(tmp_path, capsys):
     a, b = ge.open_dataset(tmp_path / "a.nc"), ge.open_dataset(tmp_path / "b.nc")
     np.testing.assert_array_equal(a.steps.values, b.steps.values)
     assert a.attrs["seed"] == b.attrs["seed"]
+
+
+def test_mc_solve_command_writes_a_solution(tmp_path, capsys):
+    import scipy.io
+
+    from gpuensembles.mcls import problems
+
+    A = problems.laplacian_2d(5)
+    scipy.io.mmwrite(tmp_path / "A.mtx", A)
+    np.save(tmp_path / "b.npy", np.arange(25.0))
+    out = tmp_path / "x.nc"
+    assert cli.main(["mc-solve", "--matrix", str(tmp_path / "A.mtx"), "--rhs", str(tmp_path / "b.npy"),
+                     "--histories", "1e4", "--seed", "4", "--backend", "cpu", "-o", str(out), "--no-progress",
+                     "--plot", str(tmp_path / "x.png")]) == 0
+    ds = ge.open_dataset(out)
+    direct = ge.mc_solve(A, np.arange(25.0), histories=10_000, seed=4, backend="cpu", progress=False)
+    np.testing.assert_array_equal(ds.x.values, direct.x.values)
+    assert (tmp_path / "x.png").stat().st_size > 0
+    assert "transitions/s" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["mc-solve", "--problem", "laplacian-2d", "--size", "4", "--histories", "10", "-o", str(out)])
+    assert exc.value.code == 2

@@ -99,7 +99,8 @@ def mc_solve(A, b, method="adjoint", histories=1_000_000, *, weight_cutoff=1e-9,
     problem = _make_problem(A, b, method, histories, weight_cutoff, max_steps, estimator, entries, batches, seed,
                             force, backend)
     resolved = _backend.resolve(backend) if chunks is None and engine._active_client() is None else None
-    pieces = 1 if resolved == "cuda" else 20
+    # the CPU runs a piece's batches in parallel, so a piece (a progress-bar step) holds a batch per thread
+    pieces = 1 if resolved == "cuda" else min(20, batches // numba.config.NUMBA_NUM_THREADS)
     raw = engine.run_items(problem.run, batches, problem.width, chunks=chunks, pieces=pieces, progress=progress,
                            unit="batch")
     ds = _assemble(problem, raw, keep_batches)
