@@ -133,13 +133,14 @@ def _row(name, device, histories, transitions, seconds, error, walk_seconds=None
             f"| {rate:>10.3e} | {error:>9.2e} |")
 
 
-def _cases():
-    """(title, A, b, exact, GPU histories, CPU histories) of seed 003's two matrices."""
+def _cases(quick=False):
+    """(title, A, b, exact, GPU histories, CPU histories) of seed 003's two matrices (``quick``: small 1D case)."""
     A, b, exact = laplacian_case(SEED_CASE["m"])
     yield (f"2D Laplacian m={SEED_CASE['m']} (n={A.shape[0]})", A, b, exact, SEED_CASE["histories"], CPU_HISTORIES)
-    A = problems.shifted_laplacian_1d(10**6)
-    b = np.ones(A.shape[0])
-    yield "1D shifted Laplacian (n=1e6)", A, b, spla.spsolve(A.tocsc(), b), 10**7, 10**6
+    n = 10**4 if quick else 10**6
+    A = problems.shifted_laplacian_1d(n)
+    b = np.ones(n)
+    yield f"1D shifted Laplacian (n={n:.0e})", A, b, spla.spsolve(A.tocsc(), b), 10**7, 10**6
 
 
 def main(argv=None):
@@ -152,7 +153,7 @@ def main(argv=None):
     header = (f"| {'implementation':<46} | {'device':<22} | {'histories':>9} | {'transit.':>10} | {'call s':>8} "
               f"| {'walks s':>8} | {'transit./s':>10} | {'rel. err':>9} |")
     rule = "|" + "|".join("-" * len(c) for c in header.split("|")[1:-1]) + "|"
-    for title, A, b, exact, gpu_histories, cpu_histories in _cases():
+    for title, A, b, exact, gpu_histories, cpu_histories in _cases(args.quick):
         print(f"\ncase: {title}, b=1, adjoint, weight cutoff {SEED_CASE['weight_cutoff']}")
         rows = [header, rule]
         errors = []

@@ -43,3 +43,21 @@ def test_switching_benchmarks_run_small():
     else:
         with pytest.raises(NotImplementedError):
             gpu.setup(1 << 20)
+
+
+def test_mcls_benchmarks_run_small(capsys):
+    from benchmarks import bench_mcls
+
+    bench = bench_mcls.CPUThroughput()
+    bench.histories = 2000
+    bench.setup()
+    assert bench.track_transitions_per_second() > 0
+    seed_case = bench_mcls.SeedCase()
+    if bench_escape_times.gpu_available():
+        seed_case.setup()
+    else:
+        with pytest.raises(NotImplementedError):
+            seed_case.setup()
+    bench_mcls.main(["--quick"])
+    out = capsys.readouterr().out
+    assert "gpuensembles cpu adjoint collision" in out and "scipy.sparse.linalg.cg" in out
