@@ -123,6 +123,8 @@ def _add_mc_solve(sub):
     p.add_argument("--batches", type=int, default=64, help="independent batches behind x_stderr")
     p.add_argument("--entries", type=int, nargs="+", metavar="I", help="rows to estimate (forward method)")
     p.add_argument("--force", action="store_true", help="run even if rho(H_hat) >= 1 (infinite variance)")
+    p.add_argument("--tolerance", type=float, default=1e-10, help="mcsa: relative residual to reach")
+    p.add_argument("--max-iterations", type=int, default=100, help="mcsa: most iterations")
     _add_run_options(p, "batches")
     p.set_defaults(run=_run_mc_solve, summary=_mc_summary, plot=_mc_plot)
 
@@ -158,7 +160,8 @@ def _run_mc_solve(args):
     ds = mcls.mc_solve(A, b, method=args.method, histories=int(args.histories), weight_cutoff=args.weight_cutoff,
                        max_steps=args.max_steps, estimator=args.estimator, entries=args.entries,
                        batches=args.batches, seed=args.seed, chunks=args.chunks, force=args.force,
-                       backend=args.backend, progress=not args.no_progress)
+                       tolerance=args.tolerance, max_iterations=args.max_iterations, backend=args.backend,
+                       progress=not args.no_progress)
     return ds, time.perf_counter() - t0
 
 
@@ -169,9 +172,12 @@ def _mc_summary(ds, seconds, output):
           f"{seconds:.2f} s ({transitions / seconds:.3e} transitions/s) -> {output}")
     print(f"n {ds.attrs['n']}, rho(H) {float(ds.rho_H):.6g}, rho(H_hat) {float(ds.rho_H_hat):.6g}, "
           f"mean walk length {float(ds.mean_walk_length):.4g}")
+    residual = f"relative residual {float(ds.relative_residual):.3g}" if "relative_residual" in ds else ""
+    if "iteration" in ds.dims:
+        print(f"{residual} after {ds.sizes['iteration'] - 1} MCSA iterations")
+        return
     rel = float(np.linalg.norm(ds.x_stderr) / np.linalg.norm(ds.x))
-    residual = f", relative residual {float(ds.relative_residual):.3g}" if "relative_residual" in ds else ""
-    print(f"||x_stderr|| / ||x|| = {rel:.3g}{residual}")
+    print(f"||x_stderr|| / ||x|| = {rel:.3g}" + (f", {residual}" if residual else ""))
 
 
 def _mc_plot(ds, path):
@@ -182,7 +188,8 @@ def _mc_plot(ds, path):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4))
-    ax.fill_between(ds.row, ds.x - 2 * ds.x_stderr, ds.x + 2 * ds.x_stderr, alpha=0.4, label="x +- 2 stderr")
+    if "x_stderr" in ds:
+        ax.fill_between(ds.row, ds.x - 2 * ds.x_stderr, ds.x + 2 * ds.x_stderr, alpha=0.4, label="x +- 2 stderr")
     ax.plot(ds.row, ds.x, lw=0.8, label="x (Monte Carlo)")
     ax.set(xlabel="row", ylabel="x", title=ds.attrs["model"])
     ax.legend()

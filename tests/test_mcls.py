@@ -208,6 +208,9 @@ def test_warns_when_rho_is_close_to_one():
     (dict(seed=-1), "seed"),
     (dict(chunks={"batch": 2}), "chunks must be an int"),
     (dict(backend="tpu"), "backend must be one of"),
+    (dict(method="mcsa", tolerance=0.0), r"tolerance must be a number in \(0, 1\)"),
+    (dict(method="mcsa", max_iterations=0), "max_iterations must be an integer >= 1"),
+    (dict(method="mcsa", keep_batches=True), "keep_batches is not available"),
 ])
 def test_bad_input_is_refused_before_any_walk(change, message):
     kw = dict(A=sp.csr_array(np.array([[2.0, 1.0], [1.0, 2.0]])), b=np.ones(2), histories=128)
@@ -225,3 +228,24 @@ def test_the_seed_case_solves_on_the_cpu_backend():
     z = (ds.x.values - exact) / ds.x_stderr.values
     assert np.all(np.abs(z) < 4)
     assert math.isclose(float(ds.rho_H), 0.994869, abs_tol=1e-6)
+
+
+def test_mcsa_converges_to_the_exact_solution(system):
+    # The walks only estimate corrections, so 2000 histories per iteration reach 1e-10.
+    A, b, exact = system
+    ds = cpu(A, b, method="mcsa", histories=2000, weight_cutoff=1e-6, tolerance=1e-10, seed=1)
+    assert ds.attrs["converged"] == 1 and float(ds.relative_residual) < 1e-10
+    assert float(ds.residual[-1]) == float(ds.relative_residual) and ds.residual.dims == ("iteration",)
+    np.testing.assert_allclose(ds.x, exact, atol=1e-9 * np.abs(exact).max())
+    # each iteration gains at least a decade here (the correction's error is ~3% of it)
+    assert np.all(np.diff(np.log10(ds.residual.values)) < -1)
+    again = cpu(A, b, method="mcsa", histories=2000, weight_cutoff=1e-6, tolerance=1e-10, seed=1)
+    np.testing.assert_array_equal(again.x.values, ds.x.values)
+
+
+def test_mcsa_says_when_it_diverges():
+    # 2D Laplacian: 1 - rho(H) = 0.005, far below the error of 200-history corrections
+    A = problems.laplacian_2d(30)
+    with pytest.warns(RuntimeWarning, match="diverges"):
+        ds = cpu(A, np.ones(900), method="mcsa", histories=200, weight_cutoff=1e-4, seed=1)
+    assert ds.attrs["converged"] == 0

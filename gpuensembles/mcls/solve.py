@@ -9,7 +9,7 @@ on chunking, worker count or backend.
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import dask
 import dask.array as da
@@ -19,12 +19,13 @@ import scipy.sparse as sp
 import xarray as xr
 
 from .. import _backend, engine, io
+from . import mcsa
 from .splitting import Radius, check_system, jacobi, spectral_radius, transition_table, variance_matrix
 from .walks import KERNELS
 
-METHODS = tuple(KERNELS)
+METHODS = (*KERNELS, "mcsa")
 ESTIMATORS = ("collision", "expected")
-_STREAM = {"adjoint": 0, "forward": 1}
+_STREAM = {"adjoint": 0, "forward": 1, "mcsa": 2}  # MCSA iteration i uses stream 2 + i
 #: ``rho(H)`` above which walks get long enough to warn (about ln(cutoff) / ln(rho) steps).
 WARN_RHO = 0.999
 _UNLIMITED = 2**62
@@ -36,7 +37,7 @@ _ESTIMATOR_TEXT = {
 
 def mc_solve(A, b, method="adjoint", histories=1_000_000, *, weight_cutoff=1e-9, max_steps=None,
              estimator="collision", entries=None, batches=64, seed=None, chunks=None, force=False,
-             keep_batches=False, backend="auto", progress="auto") -> xr.Dataset:
+             keep_batches=False, tolerance=1e-10, max_iterations=100, backend="auto", progress="auto") -> xr.Dataset:
     """Solve ``A x = b`` by Monte Carlo random walks on the Jacobi splitting of ``A``.
 
     ``x = sum_k H^k f`` with ``H = I - D^-1 A`` and ``f = D^-1 b``. Walks move along
@@ -49,12 +50,15 @@ def mc_solve(A, b, method="adjoint", histories=1_000_000, *, weight_cutoff=1e-9,
         Real, square, with a nonzero diagonal.
     b : array_like, shape (n,)
         Right-hand side (not all zero).
-    method : {"adjoint", "forward"}
+    method : {"adjoint", "forward", "mcsa"}
         ``adjoint``: walks start at state ``i`` with probability ``|f_i| / ||f||_1`` and
         estimate every entry of ``x`` at once. ``forward``: walks start at the entry they
-        estimate (see ``entries``); the method for a few entries.
+        estimate (see ``entries``); the method for a few entries. ``mcsa``: Monte Carlo
+        synthetic acceleration, Richardson steps each corrected by an adjoint solve of the
+        residual equation, iterated to ``tolerance`` (see :mod:`gpuensembles.mcls.mcsa`).
     histories : int
-        Random walks: in total (adjoint) or per estimated entry (forward). At least ``batches``.
+        Random walks: in total (adjoint), per estimated entry (forward), or per iteration
+        (mcsa). At least ``batches``.
     weight_cutoff : float
         A walk ends once ``|weight| < weight_cutoff * |start weight|``; in ``[0, 1)``. The
         bias this causes is of order ``weight_cutoff`` relative to ``x``.
@@ -77,14 +81,19 @@ def mc_solve(A, b, method="adjoint", histories=1_000_000, *, weight_cutoff=1e-9,
     force : bool
         Run even when ``rho(H_hat) >= 1`` (infinite variance) or ``rho(H) >= 1``.
     keep_batches : bool
-        Keep each batch's estimate as ``x_batch`` (``batch``, ``row``).
+        Keep each batch's estimate as ``x_batch`` (``batch``, ``row``); not for mcsa.
+    tolerance : float
+        mcsa only: stop once ``||b - A x|| / ||b||`` is below this, in (0, 1).
+    max_iterations : int
+        mcsa only: at most this many iterations (a RuntimeWarning says when they did not suffice).
     backend : {"auto", "cuda", "cpu"}
     progress : bool or "auto"
 
     Returns
     -------
     xarray.Dataset
-        ``x`` and ``x_stderr`` over ``row``; ``relative_residual`` ``||b - A x|| / ||b||``
+        ``x`` and ``x_stderr`` over ``row`` (mcsa: ``x`` and ``residual`` over ``iteration``,
+        no ``x_stderr``: its error is the residual's); ``relative_residual`` ``||b - A x|| / ||b||``
         (when every row is estimated), ``mean_walk_length`` (transitions per history),
         ``transitions``, ``histories``, ``rho_H`` and ``rho_H_hat`` (with bounds in their
         attributes), and the run's provenance.
@@ -96,14 +105,25 @@ def mc_solve(A, b, method="adjoint", histories=1_000_000, *, weight_cutoff=1e-9,
     """
     call = dict(A=A, b=b, method=method, histories=histories, weight_cutoff=weight_cutoff, max_steps=max_steps,
                 estimator=estimator, entries=entries, batches=batches, seed=seed, chunks=chunks)
+    if method == "mcsa":
+        call.update(tolerance=tolerance, max_iterations=max_iterations)
+        tolerance, max_iterations = mcsa.check_options(tolerance, max_iterations, keep_batches)
     problem = _make_problem(A, b, method, histories, weight_cutoff, max_steps, estimator, entries, batches, seed,
                             force, backend)
     resolved = _backend.resolve(backend) if chunks is None and engine._active_client() is None else None
     # the CPU runs a piece's batches in parallel, so a piece (a progress-bar step) holds a batch per thread
     pieces = 1 if resolved == "cuda" else min(20, batches // numba.config.NUMBA_NUM_THREADS)
-    raw = engine.run_items(problem.run, batches, problem.width, chunks=chunks, pieces=pieces, progress=progress,
-                           unit="batch")
-    ds = _assemble(problem, raw, keep_batches)
+
+    def run(p: _Problem, show=progress):
+        return engine.run_items(p.run, batches, p.width, chunks=chunks, pieces=pieces, progress=show, unit="batch")
+
+    if method == "mcsa":
+        ds = mcsa.iterate(problem, tolerance, max_iterations, run)
+        ds.update(_diagnostics(problem, ds.attrs.pop("transitions"), ds.attrs.pop("walks")))
+        ds["row"].attrs.update(ROW_ATTRS)
+        ds["relative_residual"].attrs.update(RESIDUAL_ATTRS)
+    else:
+        ds = _assemble(problem, run(problem), keep_batches)
     ran = (resolved, _backend.device_name(resolved)) if resolved else (backend, "resolved on each dask worker")
     ds.attrs.update(io.provenance(
         model=f"Monte Carlo linear solver, {method} method", integrator=problem.description, seed=problem.seed,
@@ -134,9 +154,19 @@ class _Problem:
     cutoff: float
     max_steps: int
     seed: int
+    stream: int
     backend: str
     rho_H: Radius
     rho_H_hat: Radius
+
+    @property
+    def walk(self) -> str:
+        """The walks this method runs (MCSA's corrections are adjoint solves)."""
+        return "forward" if self.method == "forward" else "adjoint"
+
+    def with_rhs(self, f: np.ndarray, stream: int) -> "_Problem":
+        """The same walks for the right-hand side ``D f`` (adjoint), on RNG ``stream``."""
+        return replace(self, f=f, sources=adjoint_sources(f), stream=stream)
 
     @property
     def n(self) -> int:
@@ -153,13 +183,13 @@ class _Problem:
 
     def run(self, start: int, stop: int) -> np.ndarray:
         """Tallies of batches ``[start, stop)`` (estimator applied) and their transitions in the last column."""
-        runner = _backend.walk_runner(KERNELS[self.method], _backend.resolve(self.backend))
+        runner = _backend.walk_runner(KERNELS[self.walk], _backend.resolve(self.backend))
         out = np.empty((stop - start, self.width), dtype=np.float64)
         runner(self.table, self.sources, self.per_batch[start:stop], self.score, self.first[start:stop],
-               self.size[start:stop], self.seed, _STREAM[self.method], self.cutoff, self.max_steps, out)
+               self.size[start:stop], self.seed, self.stream, self.cutoff, self.max_steps, out)
         if self.estimator == "expected":
             counts = self.per_batch[start:stop, None].astype(np.float64)
-            if self.method == "adjoint":
+            if self.walk == "adjoint":
                 out[:, :-1] = counts * self.f + _times_transpose(self.H.indptr, self.H.indices, self.H.data,
                                                                  out[:, :-1])
             else:
@@ -201,26 +231,33 @@ def _make_problem(A, b, method, histories, weight_cutoff, max_steps, estimator, 
     seed = engine.check_seed(seed)
 
     H, f = jacobi(A, b)
-    M = sp.csr_array(H.T) if method == "adjoint" else H
+    M = H if method == "forward" else sp.csr_array(H.T)
     rho_H = spectral_radius(H)
     rho_H_hat = spectral_radius(variance_matrix(M), nonnegative=True)
     _check_convergence(rho_H, rho_H_hat, force, steps, cutoff)
 
     per_batch = np.full(batches, histories // batches, dtype=np.int64)
     per_batch[: histories % batches] += 1
-    if method == "adjoint":
-        nz = np.flatnonzero(f)
-        norm = np.abs(f).sum()
-        src_cdf = np.cumsum(np.abs(f[nz]) / norm)
-        src_cdf[-1] = 1.0
-        sources = (src_cdf, nz.astype(np.int32), np.sign(f[nz]) * norm)
-        score, size = np.zeros(1), per_batch
+    if method != "forward":
+        sources, score, size = adjoint_sources(f), np.zeros(1), per_batch
     else:
         sources = (np.ones(1), rows.astype(np.int32), np.ones(rows.size))
         score, size = (f if estimator == "collision" else H @ f), per_batch * rows.size
     first = np.concatenate(([0], np.cumsum(size)[:-1])).astype(np.int64)
     return _Problem(method, estimator, A, b, H, f, transition_table(M).arrays, sources, score, rows, per_batch,
-                    first, size.astype(np.int64), cutoff, steps, seed, backend, rho_H, rho_H_hat)
+                    first, size.astype(np.int64), cutoff, steps, seed, _STREAM[method], backend, rho_H, rho_H_hat)
+
+
+def adjoint_sources(f: np.ndarray) -> tuple:
+    """Source table of adjoint walks: start at ``i`` with probability ``|f_i| / ||f||_1``.
+
+    The start weight is ``sign(f_i) ||f||_1``.
+    """
+    nz = np.flatnonzero(f)
+    norm = np.abs(f).sum()
+    src_cdf = np.cumsum(np.abs(f[nz]) / norm)
+    src_cdf[-1] = 1.0
+    return src_cdf, nz.astype(np.int32), np.sign(f[nz]) * norm
 
 
 def _check_cutoff(weight_cutoff) -> float:
@@ -276,29 +313,38 @@ def _assemble(problem: _Problem, raw, keep_batches: bool) -> xr.Dataset:
     x = tallies.sum(axis=0) / total
     spread = ((tallies - counts[:, None] * x) ** 2).sum(axis=0)
     stderr = (spread * problem.per_batch.size / (problem.per_batch.size - 1)) ** 0.5 / total
-    walks = int(problem.size.sum())
-    row_attrs = {"long_name": "row of A (index of the solution entry)", "units": "1"}
     ds = xr.Dataset(
         {
             "x": ("row", x, {"long_name": "Monte Carlo estimate of the solution of A x = b"}),
             "x_stderr": ("row", stderr, {"long_name": "standard error of x from the spread of the batch estimates"}),
-            "mean_walk_length": ((), transitions / walks, {"long_name": "mean transitions per history", "units": "1"}),
-            "transitions": ((), _as_int(transitions), {"long_name": "random-walk transitions", "units": "1"}),
-            "histories": ((), np.int64(walks), {"long_name": "random walks (histories) run", "units": "1"}),
-            "rho_H": ((), problem.rho_H.estimate, _radius_attrs(problem.rho_H, "Jacobi iteration matrix H")),
-            "rho_H_hat": ((), problem.rho_H_hat.estimate,
-                          _radius_attrs(problem.rho_H_hat, "H_hat = H^2 / P (estimator variance; < 1 needed)")),
+            **_diagnostics(problem, transitions, int(problem.size.sum())),
         },
-        coords={"row": ("row", problem.rows, row_attrs)},
+        coords={"row": ("row", problem.rows, ROW_ATTRS)},
     )
     if problem.rows.size == problem.n:
-        ds["relative_residual"] = ((), _residual(problem, x), {"long_name": "||b - A x||_2 / ||b||_2", "units": "1"})
+        ds["relative_residual"] = ((), _residual(problem, x), RESIDUAL_ATTRS)
     if keep_batches:
         ds["x_batch"] = (("batch", "row"), tallies / counts[:, None],
                          {"long_name": "estimate of x from one batch of histories"})
         ds = ds.assign_coords(batch=("batch", np.arange(counts.size), {"long_name": "batch of histories",
                                                                      "units": "1"}))
     return ds
+
+
+ROW_ATTRS = {"long_name": "row of A (index of the solution entry)", "units": "1"}
+RESIDUAL_ATTRS = {"long_name": "||b - A x||_2 / ||b||_2", "units": "1"}
+
+
+def _diagnostics(problem: _Problem, transitions, walks: int) -> dict:
+    """Walk counts and spectral radii, as Dataset variables."""
+    return {
+        "mean_walk_length": ((), transitions / walks, {"long_name": "mean transitions per history", "units": "1"}),
+        "transitions": ((), _as_int(transitions), {"long_name": "random-walk transitions", "units": "1"}),
+        "histories": ((), np.int64(walks), {"long_name": "random walks (histories) run", "units": "1"}),
+        "rho_H": ((), problem.rho_H.estimate, _radius_attrs(problem.rho_H, "Jacobi iteration matrix H")),
+        "rho_H_hat": ((), problem.rho_H_hat.estimate,
+                      _radius_attrs(problem.rho_H_hat, "H_hat = H^2 / P (estimator variance; < 1 needed)")),
+    }
 
 
 def _as_int(value):
