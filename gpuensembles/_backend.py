@@ -10,6 +10,7 @@ functions once as a ``@cuda.jit`` kernel and once as a ``@njit(parallel=True)`` 
 so no physics is ever written twice.
 """
 
+import contextlib
 import functools
 import os
 import warnings
@@ -150,10 +151,15 @@ def first_passage_runner(kernel: FirstPassageKernel, backend: str):
     The CUDA runner also takes ``progress``, called with the number of realizations
     started so far while the kernel runs.
     """
+    return _build(backend, kernel, _cpu_first_passage, _cuda_first_passage)
+
+
+def _build(backend, kernel, cpu_template, cuda_template):
+    """Apply the template of a resolved backend to ``kernel``."""
     if backend == "cpu":
-        return _cpu_first_passage(kernel)
+        return cpu_template(kernel)
     if backend == "cuda":
-        return _cuda_first_passage(kernel)
+        return cuda_template(kernel)
     raise ValueError(f"backend must be 'cpu' or 'cuda' once resolved, got {backend!r}")
 
 
@@ -235,15 +241,11 @@ def _cuda_first_passage(kernel):
             # 16 resident blocks of 128 fill an SM (2048 threads); more blocks would
             # only start once the counter is exhausted.
             blocks = max(1, min(sms * 16, -(-n_items // threads)))
-        try:
+        with _out_of_memory_as_memory_error(f"a block of {out.shape} realizations"):
             d_out = cuda.device_array(out.shape, dtype=np.int64)
             counter = cuda.to_device(np.zeros(1, dtype=np.int64))
             d_params = cuda.to_device(np.ascontiguousarray(params))
             d_streams = cuda.to_device(np.ascontiguousarray(streams))
-        except Exception as err:  # numba raises CudaAPIError / its own OOM error types
-            if "OUT_OF_MEMORY" in str(err).upper() or "out of memory" in str(err).lower():
-                raise MemoryError(f"GPU out of memory for a block of {out.shape} realizations") from err
-            raise
         run_stream = cuda.stream()
         with warnings.catch_warnings():
             # small chunks give small grids on purpose; numba's occupancy hint is noise here
@@ -258,6 +260,17 @@ def _cuda_first_passage(kernel):
 
     run_cuda.kernel = run_kernel
     return run_cuda
+
+
+@contextlib.contextmanager
+def _out_of_memory_as_memory_error(what: str):
+    """Turn numba's out-of-memory errors (CudaAPIError and its own types) into MemoryError."""
+    try:
+        yield
+    except Exception as err:
+        if "OUT_OF_MEMORY" in str(err).upper() or "out of memory" in str(err).lower():
+            raise MemoryError(f"GPU out of memory for {what}") from err
+        raise
 
 
 def _device_zeros(shape, dtype):
@@ -393,11 +406,7 @@ def walk_runner(kernel: WalkKernel, backend: str):
     its sums agree to float64 rounding; the walks themselves (and ``out[:, -1]``) are
     identical.
     """
-    if backend == "cpu":
-        return _cpu_walks(kernel)
-    if backend == "cuda":
-        return _cuda_walks(kernel)
-    raise ValueError(f"backend must be 'cpu' or 'cuda' once resolved, got {backend!r}")
+    return _build(backend, kernel, _cpu_walks, _cuda_walks)
 
 
 def _cpu_walks(kernel):
@@ -511,14 +520,10 @@ def _cuda_walks(kernel):
                 per_sm = max(1, min(per_sm, device.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR // (shared_bytes + 1024)))
             blocks_per_batch = max(1, -(-device.MULTIPROCESSOR_COUNT * per_sm // n_batches))
             blocks_per_batch = min(blocks_per_batch, max(1, -(-int(size.max()) // threads)))
-        try:
+        with _out_of_memory_as_memory_error(f"{n_batches} batches of {width - 1} bins"):
             args = [cuda.to_device(np.ascontiguousarray(a)) for a in (*chain, *sources, per_source, score, first, size)]
             d_out = _device_zeros(out.shape, np.float64)
             counters = _device_zeros(n_batches, np.int64)
-        except Exception as err:  # numba raises CudaAPIError / its own OOM error types
-            if "OUT_OF_MEMORY" in str(err).upper() or "out of memory" in str(err).lower():
-                raise MemoryError(f"GPU out of memory for {n_batches} batches of {width - 1} bins") from err
-            raise
         launch_stream = cuda.stream()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", numba.core.errors.NumbaPerformanceWarning)
