@@ -249,3 +249,19 @@ def test_mcsa_says_when_it_diverges():
     with pytest.warns(RuntimeWarning, match="diverges"):
         ds = cpu(A, np.ones(900), method="mcsa", histories=200, weight_cutoff=1e-4, seed=1)
     assert ds.attrs["converged"] == 0
+
+
+@pytest.mark.slow
+def test_same_numbers_on_two_worker_processes():
+    distributed = pytest.importorskip("distributed")
+    A = problems.laplacian_2d(6)
+    b = np.arange(36.0) - 10
+    kw = dict(histories=3000, batches=12, seed=8)
+    eager = cpu(A, b, **kw)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as c:
+        with distributed.Client(c):
+            lazy = cpu(A, b, **kw)  # an active client makes the run lazy: 4 tasks of 3 batches
+            assert lazy.x.chunks is not None
+            lazy = lazy.compute()
+    for name in ("x", "x_stderr", "transitions"):
+        np.testing.assert_array_equal(lazy[name].values, eager[name].values)
