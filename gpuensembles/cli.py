@@ -74,10 +74,15 @@ def _add_run_options(p, unit):
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
+def _subcommand(sub, name, function, help_text):
+    """A subcommand parser whose description is the first paragraph of ``function``'s docstring."""
+    return sub.add_parser(name, help=help_text, description=function.__doc__.split("\n\n")[0],
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def _add_escape_times(sub):
-    p = sub.add_parser("escape-times", help="escape times of a Josephson junction (washboard Langevin model)",
-                       description=josephson.escape_times.__doc__.split("\n\n")[0],
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _subcommand(sub, "escape-times", josephson.escape_times,
+                    "escape times of a Josephson junction (washboard Langevin model)")
     _parameter(p, "V0", josephson.PARAMETERS["V0"]["long_name"], default=[1.0])
     for name in ("damping", "gamma", "D", "h"):
         _parameter(p, name, josephson.PARAMETERS[name]["long_name"], required=True)
@@ -87,9 +92,8 @@ def _add_escape_times(sub):
 
 
 def _add_switching_currents(sub):
-    p = sub.add_parser("switching-currents", help="switching currents under a bias ramp (normalized or SI units)",
-                       description=josephson.switching_currents.__doc__.split("\n\n")[0],
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _subcommand(sub, "switching-currents", josephson.switching_currents,
+                    "switching currents under a bias ramp (normalized or SI units)")
     p.add_argument("--preset", choices=sorted(PRESETS), help="a known junction (SI values and h; options override)")
     for name in ("V0", "damping", "D", "dgamma"):
         _parameter(p, name, josephson.PARAMETERS[name]["long_name"] + " (normalized form)")
@@ -106,9 +110,7 @@ def _add_switching_currents(sub):
 def _add_mc_solve(sub):
     from . import mcls
 
-    p = sub.add_parser("mc-solve", help="solve A x = b with forward or adjoint Monte Carlo random walks",
-                       description=mcls.mc_solve.__doc__.split("\n\n")[0],
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _subcommand(sub, "mc-solve", mcls.mc_solve, "solve A x = b with forward or adjoint Monte Carlo random walks")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--problem", choices=sorted(MC_PROBLEMS), help="a test matrix of seed 003")
     source.add_argument("--matrix", metavar="FILE", help="A from a Matrix Market (.mtx) or scipy .npz file")
@@ -229,7 +231,8 @@ def _run_switching_currents(args):
         if missing:
             raise ValueError(f"the SI form needs {', '.join('--' + k.replace('_', '-') for k in missing)}")
         if any(v is not None for v in normalized.values()):
-            raise ValueError("give either the SI options (--R --C --Ic --T --sweep-rate) or --V0/--damping/--D/--dgamma")
+            raise ValueError("give either the SI options (--R --C --Ic --T --sweep-rate) "
+                             "or --V0/--damping/--D/--dgamma")
         kwargs["physical"] = physical
     else:
         kwargs.update({k: v for k, v in normalized.items() if v is not None})

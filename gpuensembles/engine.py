@@ -325,8 +325,6 @@ def run_items(block: Callable, n_items: int, width: int, *, chunks=None, pieces:
         workers = max(1, len(client.scheduler_info().get("workers", {})))
         chunks = -(-n_items // (4 * workers))
     if chunks is not None:
-        if isinstance(chunks, dict) or isinstance(chunks, bool):
-            raise ValueError(f"chunks must be an int ({unit}s per task), got {chunks!r}")
         size = min(check_count("chunks", chunks), n_items)
         return da.map_blocks(_items_block, block, chunks=(_split(n_items, size), (width,)), dtype=np.float64,
                              meta=np.empty((0, 0), dtype=np.float64))

@@ -178,7 +178,7 @@ class _Problem:
 
     @property
     def description(self) -> str:
-        walk = "|H^T|" if self.method == "adjoint" else "|H|"
+        walk = "|H^T|" if self.walk == "adjoint" else "|H|"
         return f"Jacobi splitting H = I - D^-1 A; transitions along {walk}; {_ESTIMATOR_TEXT[self.estimator]}"
 
     def run(self, start: int, stop: int) -> np.ndarray:
