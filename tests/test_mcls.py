@@ -135,6 +135,21 @@ def test_weight_cutoff_bias_is_below_the_statistical_error():
     assert float((np.abs(coarse.x - tight.x) / tight.x_stderr).max()) > 1
 
 
+def test_rows_without_couplings_absorb_the_walk():
+    # rows 0 and n-1 of H are empty (A has only its diagonal there): walks end on reaching them
+    A = problems.shifted_laplacian_1d(12, shift=0.4).tolil()
+    A[0, 1] = A[11, 10] = 0.0
+    A = sp.csr_array(A)
+    b = np.linspace(1.0, 2.0, 12)
+    exact = spla.spsolve(A.tocsc(), b)
+    H, _ = jacobi(A, b)
+    indptr, _, cdf, _ = transition_table(H).arrays
+    assert indptr[1] == indptr[0] and indptr[-1] == indptr[-2] and np.all(cdf[indptr[2] - 1] == 1.0)
+    for method in ("adjoint", "forward"):
+        ds = cpu(A, b, method=method, histories=20_000 if method == "adjoint" else 500, batches=128, seed=6)
+        assert np.all(np.abs(ds.x.values - exact) < 4 * ds.x_stderr.values + 1e-12 * np.abs(exact))
+
+
 def test_same_seed_same_numbers_for_any_chunking():
     A = problems.laplacian_2d(6)
     b = np.arange(36.0) - 10

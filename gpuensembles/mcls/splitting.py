@@ -12,6 +12,7 @@ felt). The estimator's variance is finite only if ``rho(M_hat) < 1`` with
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
@@ -82,23 +83,29 @@ class TransitionTable:
 
 
 def transition_table(M) -> TransitionTable:
-    """Transition probabilities ``P_ij = |M_ij| / sum_j |M_ij|`` of the rows of ``M``."""
+    """Transition probabilities ``P_ij = |M_ij| / sum_j |M_ij|`` of the rows of ``M`` (empty rows absorb)."""
     M = sp.csr_array(M)
     M.sort_indices()
-    absolute = np.abs(M.data)
-    row_sum = np.add.reduceat(absolute, M.indptr[:-1]) if M.nnz else np.zeros(0)
-    counts = np.diff(M.indptr)
-    sums = np.zeros(M.shape[0])
-    sums[counts > 0] = row_sum[counts > 0] if M.nnz else 0.0
-    rows = np.repeat(np.arange(M.shape[0]), counts)
-    p = absolute / sums[rows]
-    cdf = np.cumsum(p)
-    starts = np.repeat(np.concatenate(([0.0], cdf))[M.indptr[:-1]], counts)
-    cdf = cdf - starts
-    last = M.indptr[1:][counts > 0] - 1
-    cdf[last] = 1.0
-    factor = np.sign(M.data) * sums[rows]
+    cdf, row_sum = _row_cdfs(M.indptr, np.abs(M.data))
+    factor = np.sign(M.data) * np.repeat(row_sum, np.diff(M.indptr))
     return TransitionTable(M.indptr.astype(np.int64), M.indices.astype(np.int32), cdf, factor)
+
+
+@numba.njit
+def _row_cdfs(indptr, absolute):
+    """Per-row cumulative probabilities (each row summed on its own, its last entry exactly 1) and row sums."""
+    cdf = np.empty_like(absolute)
+    row_sum = np.zeros(indptr.size - 1)
+    for i in range(indptr.size - 1):
+        for e in range(indptr[i], indptr[i + 1]):
+            row_sum[i] += absolute[e]
+        running = 0.0
+        for e in range(indptr[i], indptr[i + 1]):
+            running += absolute[e]
+            cdf[e] = running / row_sum[i]
+        if indptr[i + 1] > indptr[i]:
+            cdf[indptr[i + 1] - 1] = 1.0
+    return cdf, row_sum
 
 
 def variance_matrix(M):
