@@ -343,6 +343,60 @@ def _items_block(block, block_info=None):
     return block(start, stop)
 
 
+@dataclass(frozen=True)
+class Output:
+    """One array a realization block returns: its full ``shape`` and ``dtype``, and
+    ``axis``, the realization axis along which blocks are joined, or ``None`` for a
+    tally that blocks add to (an integer histogram: exact for any chunking)."""
+
+    shape: tuple
+    dtype: type
+    axis: int | None
+
+
+def run_realizations(block: Callable, realizations: int, outputs: dict, *, chunks=None, pieces: int = 1,
+                     progress="auto") -> dict:
+    """Run ``block(start, stop) -> {name: array}`` over realizations ``[0, realizations)``.
+
+    Returns ``{name: array}`` shaped as ``outputs[name]`` (:class:`Output`). Eager (numpy,
+    in up to ``pieces`` calls so a progress bar can advance) unless ``chunks``
+    (realizations per task) is given or a ``distributed.Client`` is active; then dask
+    arrays with one task per chunk. ``block`` must be picklable and pure: a chunk's
+    numbers depend only on its realizations.
+    """
+    client = _active_client()
+    if chunks is None and client is not None:
+        workers = max(1, len(client.scheduler_info().get("workers", {})))
+        chunks = -(-realizations // (4 * workers))
+    if chunks is not None:
+        import dask
+
+        bounds = np.cumsum((0,) + _split(realizations, min(check_count("chunks", chunks), realizations)))
+        parts = [(lo, hi, dask.delayed(block, pure=True)(lo, hi)) for lo, hi in zip(bounds[:-1], bounds[1:])]
+        return {name: _join([da.from_delayed(part[name], _block_shape(o, hi - lo), o.dtype) for lo, hi, part in parts],
+                            o.axis, da) for name, o in outputs.items()}
+    show = sys.stderr.isatty() if progress == "auto" else bool(progress)
+    bounds = np.linspace(0, realizations, max(1, min(pieces if show else 1, realizations)) + 1).astype(int)
+    results = []
+    with _progress_bar(realizations, show) as bar:
+        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            results.append(block(lo, hi))
+            bar.update(hi - lo)
+    return {name: _join([r[name] for r in results], o.axis, np) for name, o in outputs.items()}
+
+
+def _block_shape(output: Output, n: int) -> tuple:
+    if output.axis is None:
+        return output.shape
+    return output.shape[:output.axis] + (n,) + output.shape[output.axis + 1:]
+
+
+def _join(arrays, axis, xp):
+    if len(arrays) == 1:
+        return arrays[0]
+    return xp.concatenate(arrays, axis=axis) if axis is not None else xp.stack(arrays).sum(axis=0)
+
+
 def label(plan: Plan, raw, metadata: dict) -> xr.DataArray:
     """Wrap ``raw`` (numpy or dask, shape ``plan.shape``) with the plan's coordinates.
 

@@ -267,3 +267,50 @@ def warm_start_gamma(*, gamma_dot, V0, damping, theta, probability=1e-9, form="m
     if excess(0.999) < 0:
         return 0.999
     return float(optimize.brentq(excess, 1e-9, 0.999, xtol=1e-6))
+
+
+# --------------------------------------------------------------------------- Langevin and Kuramoto
+
+
+def tilted_periodic_drift(*, f, kT, g, V0=1.0, points=1024):
+    """Exact stationary drift of ``g x' = -V'(x) + f + sqrt(2 g kT) xi``, ``V = V0 sin(2 pi x)``.
+
+    Stratonovich's formula (R. L. Stratonovich, Radiotekhnika i Elektronika 3, 497
+    (1958); P. Reimann, Phys. Rep. 361, 57 (2002), Eq. 2.49) for period ``L = 1``, with
+    ``Phi(x) = V(x) - f x``, ``beta = 1/kT`` and ``D = kT/g``::
+
+        <x'> = D L (1 - exp(-beta f L)) / int_0^L dx int_0^L dy exp(beta [Phi(x) - Phi(x - y)])
+
+    The ``x`` integral (periodic) uses the trapezoid rule, the ``y`` integral Gauss-Legendre;
+    both converge exponentially, to about 1e-10 at ``points = 1024`` for ``V0 / kT <= 10``.
+
+    Parameters
+    ----------
+    f, kT, g, V0 : float
+        Static force, thermal energy (> 0), friction (> 0) and potential amplitude, in the
+        units of :func:`gpuensembles.langevin`.
+    """
+    if kT <= 0 or g <= 0:
+        raise ValueError(f"kT and g must be > 0, got kT={kT!r}, g={g!r}")
+    beta = 1.0 / kT
+    x = np.arange(points) / points
+    y, wy = np.polynomial.legendre.leggauss(points)
+    y, wy = 0.5 * (y + 1.0), 0.5 * wy
+
+    def V(s):
+        return V0 * np.sin(2.0 * np.pi * s)
+
+    exponent = beta * (V(x)[:, None] - V(x[:, None] - y[None, :]) - f * y[None, :])
+    double = np.mean(np.exp(exponent) @ wy)
+    return (kT / g) * -np.expm1(-beta * f) / double
+
+
+def kuramoto_order_parameter(K, delta):
+    """Stationary order parameter of the Kuramoto model with Lorentzian frequencies, N -> oo.
+
+    ``r = sqrt(1 - 2 delta / K)`` above the threshold ``K_c = 2 delta`` and 0 below
+    (Kuramoto 1975; Acebron et al., Rev. Mod. Phys. 77, 137 (2005), Eq. 12), for
+    coupling ``(K/N) sum_j sin(x_j - x_i)``, half-width ``delta`` and no noise.
+    """
+    K, delta = np.asarray(K, dtype=float), np.asarray(delta, dtype=float)
+    return np.sqrt(np.clip(1.0 - 2.0 * delta / K, 0.0, None))

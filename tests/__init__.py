@@ -37,3 +37,8 @@ def raise_if_dask_computes(max_computes=0):
 def z_score(a, se_a, b, se_b=0.0):
     """Difference of two estimates in units of their combined standard error."""
     return (a - b) / (se_a**2 + se_b**2) ** 0.5
+
+
+#: The Langevin case the CUDA simulator and the CPU backend must agree on.
+LANGEVIN = dict(a=[0.0, 2.0], f=0.3, kT=0.5, g=2.0, h=0.01, steps=48, sample_every=12, histogram=(0, 1),
+                realizations=5, seed=8, start="uniform", dtype="float64", progress=False)

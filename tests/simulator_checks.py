@@ -14,6 +14,7 @@ assert os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
 
 import gpuensembles as ge  # noqa: E402
 from gpuensembles import _backend, rng  # noqa: E402
+from tests import LANGEVIN  # noqa: E402
 
 cuda = _backend._cuda()
 
@@ -56,8 +57,16 @@ def mcls(method):
     return out
 
 
+def langevin(model, integrator):
+    ds = ge.langevin(model=model, integrator=integrator, backend="cuda", **LANGEVIN)
+    return {"x": ds.x.values.tolist(), "density": ds.density.values.tolist(),
+            "outside": (ds.density_below + ds.density_above).values.tolist(), "device": ds.attrs["device"]}
+
+
 if __name__ == "__main__":
     result = {"draws": draws(), "mcls-adjoint": mcls("adjoint"), "mcls-forward": mcls("forward")}
+    for model, integrator in (("underdamped", "srk2"), ("overdamped", "srk2"), ("underdamped", "euler")):
+        result[f"langevin-{model}-{integrator}"] = langevin(model, integrator)
     for model in ("underdamped", "overdamped"):
         for dtype in ("float32", "float64"):
             result[f"{model}-{dtype}"] = escape(model, dtype)

@@ -6,8 +6,9 @@ a context (dask-cuda workers and ``fork`` rely on that).
 
 The kernel *templates* live in this package as well, one module per kind of ensemble.
 A model supplies allocation-free scalar ``numba.jit`` functions (see
-:class:`FirstPassageKernel`); the templates wrap the same functions once as a ``@cuda.jit`` kernel and once as a ``@njit(parallel=True)`` loop,
-so no physics is ever written twice.
+:class:`FirstPassageKernel`); the templates wrap the same functions once as a
+``@cuda.jit`` kernel and once as a ``@njit(parallel=True)`` loop, so no physics is
+ever written twice.
 """
 
 import contextlib
@@ -173,9 +174,11 @@ def _poll_counter(counter, run_stream, n_items, progress, interval=0.2):
 
 
 from .first_passage import FirstPassageKernel, first_passage_runner  # noqa: E402
+from .trajectories import TrajectoryKernel, trajectory_runner  # noqa: E402
 from .walks import _WALK_SHARED_BYTES, WalkKernel, walk_runner  # noqa: E402
 
 __all__ = [
     "BACKENDS", "cuda_available", "device_name", "gpu_count", "resolve", "simulating_cuda",
-    "FirstPassageKernel", "first_passage_runner", "WalkKernel", "walk_runner", "_WALK_SHARED_BYTES",
+    "FirstPassageKernel", "first_passage_runner", "TrajectoryKernel", "trajectory_runner",
+    "WalkKernel", "walk_runner", "_WALK_SHARED_BYTES",
 ]

@@ -1,3 +1,3 @@
 """Analysis: pure functions on xarray objects, and the thin accessors that delegate to them."""
 
-from . import fpt  # noqa: F401  (registers ``Dataset.fpt``)
+from . import fpt, langevin  # noqa: F401  (register ``Dataset.fpt`` and ``Dataset.langevin``)
