@@ -59,7 +59,10 @@ def test_simulator_walks_equal_cpu_walks(simulated, method, path):
     np.testing.assert_allclose(sim["x"], cpu.x.values, rtol=1e-12, atol=1e-15)  # atomics add in another order
 
 
-@pytest.mark.parametrize("model, integrator", [("underdamped", "srk2"), ("overdamped", "srk2"), ("underdamped", "euler")])
+LANGEVIN_VARIANTS = [("underdamped", "srk2"), ("overdamped", "srk2"), ("underdamped", "euler")]
+
+
+@pytest.mark.parametrize("model, integrator", LANGEVIN_VARIANTS)
 def test_simulator_trajectories_equal_cpu(simulated, model, integrator):
     cpu = ge.langevin(model=model, integrator=integrator, backend="cpu", **LANGEVIN)
     sim = simulated[f"langevin-{model}-{integrator}"]
