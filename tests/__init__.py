@@ -6,6 +6,7 @@ which still run in CI.
 """
 
 import dask
+import numpy as np
 import pytest
 
 from gpuensembles import _backend
@@ -42,3 +43,10 @@ def z_score(a, se_a, b, se_b=0.0):
 #: The Langevin case the CUDA simulator and the CPU backend must agree on.
 LANGEVIN = dict(a=[0.0, 2.0], f=0.3, kT=0.5, g=2.0, h=0.01, steps=48, sample_every=12, histogram=(0, 1),
                 realizations=5, seed=8, start="uniform", dtype="float64", progress=False)
+
+#: Kuramoto cases (both coupling paths) for the simulator; 18 oscillators leave a partial group of four.
+KURAMOTO = {
+    path: dict(N=18, h=0.02, steps=12, sample_every=4, kT=0.2, bins=8, realizations=2, seed=3, progress=False,
+               **({"K": 2.0} if path == "mean-field" else {"coupling": np.full((18, 18), 2.0 / 18)}))
+    for path in ("mean-field", "matrix")
+}

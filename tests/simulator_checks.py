@@ -14,7 +14,7 @@ assert os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
 
 import gpuensembles as ge  # noqa: E402
 from gpuensembles import _backend, rng  # noqa: E402
-from tests import LANGEVIN  # noqa: E402
+from tests import KURAMOTO, LANGEVIN  # noqa: E402
 
 cuda = _backend._cuda()
 
@@ -63,10 +63,17 @@ def langevin(model, integrator):
             "outside": (ds.density_below + ds.density_above).values.tolist(), "device": ds.attrs["device"]}
 
 
+def kuramoto(path):
+    ds = ge.kuramoto(backend="cuda", **KURAMOTO[path])
+    return {"r": ds.r.values.tolist(), "density": ds.density.values.tolist(), "device": ds.attrs["device"]}
+
+
 if __name__ == "__main__":
     result = {"draws": draws(), "mcls-adjoint": mcls("adjoint"), "mcls-forward": mcls("forward")}
     for model, integrator in (("underdamped", "srk2"), ("overdamped", "srk2"), ("underdamped", "euler")):
         result[f"langevin-{model}-{integrator}"] = langevin(model, integrator)
+    for path in KURAMOTO:
+        result[f"kuramoto-{path}"] = kuramoto(path)
     for model in ("underdamped", "overdamped"):
         for dtype in ("float32", "float64"):
             result[f"{model}-{dtype}"] = escape(model, dtype)

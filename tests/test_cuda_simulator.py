@@ -13,7 +13,7 @@ import pytest
 import gpuensembles as ge
 from gpuensembles import rng
 
-from . import LANGEVIN
+from . import KURAMOTO, LANGEVIN
 
 HERE = Path(__file__).parent
 
@@ -71,3 +71,13 @@ def test_simulator_trajectories_equal_cpu(simulated, model, integrator):
     assert sim["density"] == cpu.density.values.tolist()
     assert sim["outside"] == (cpu.density_below + cpu.density_above).values.tolist()
     assert cpu.density_below.values.any() or cpu.density_above.values.any()  # the outside bins are exercised
+
+
+@pytest.mark.parametrize("path", ["mean-field", "matrix"])
+def test_simulator_kuramoto_equals_cpu(simulated, path):
+    cpu = ge.kuramoto(backend="cpu", **KURAMOTO[path])
+    sim = simulated[f"kuramoto-{path}"]
+    assert sim["device"] == "CUDA simulator"
+    # the simulator's block tree adds the partial sums in another order than the CPU tiles
+    np.testing.assert_allclose(sim["r"], cpu.r.values, rtol=1e-5)
+    assert sim["density"] == cpu.density.values.tolist()

@@ -173,6 +173,7 @@ def _poll_counter(counter, run_stream, n_items, progress, interval=0.2):
 
 
 
+from .coupled import OscillatorKernel, mean_field_runner, pairwise_runner  # noqa: E402
 from .first_passage import FirstPassageKernel, first_passage_runner  # noqa: E402
 from .trajectories import TrajectoryKernel, trajectory_runner  # noqa: E402
 from .walks import _WALK_SHARED_BYTES, WalkKernel, walk_runner  # noqa: E402
@@ -180,5 +181,5 @@ from .walks import _WALK_SHARED_BYTES, WalkKernel, walk_runner  # noqa: E402
 __all__ = [
     "BACKENDS", "cuda_available", "device_name", "gpu_count", "resolve", "simulating_cuda",
     "FirstPassageKernel", "first_passage_runner", "TrajectoryKernel", "trajectory_runner",
-    "WalkKernel", "walk_runner", "_WALK_SHARED_BYTES",
+    "WalkKernel", "walk_runner", "_WALK_SHARED_BYTES", "OscillatorKernel", "mean_field_runner", "pairwise_runner",
 ]
