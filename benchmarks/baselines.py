@@ -141,3 +141,128 @@ def numba_cuda_adjoint_walks(table, sources, histories, cutoff=1e-9, seed=1):
         cuda.synchronize()
         seconds = time.perf_counter() - t0
     return x.copy_to_host(), int(transitions.copy_to_host()[0]), seconds
+
+
+def numba_cuda_srk2_steps(*, a, w, g, f, kT, h, realizations, steps, seed=1):
+    """Seed 004 PROG1 as a plain numba.cuda kernel: one thread per trajectory, SRK2, float32.
+
+    The way the seed writes it: xoroshiro128+ normals, the position kept unwrapped and the
+    time accumulated in float32 (so it is also less accurate over long runs). ``a`` is an
+    array (one trajectory block per value). Returns ``(steps taken, seconds)``.
+    """
+    from gpuensembles import _backend
+
+    cuda = _backend._cuda()
+    from numba.cuda.random import create_xoroshiro128p_states, xoroshiro128p_normal_float32
+
+    f32 = np.float32
+    two_pi = f32(2 * math.pi)
+
+    @cuda.jit(fastmath=True)
+    def prog1(states, amps, x_out, n_real, w_, g_, f_, s_, h_, n_steps):
+        i = cuda.grid(1)
+        if i >= x_out.size:
+            return
+        amp = amps[i // n_real]
+        x, v, t = f32(0.0), f32(0.0), f32(0.0)
+        for _ in range(n_steps):
+            z = s_ * xoroshiro128p_normal_float32(states, i)
+            a1 = f_ + amp * math.cos(w_ * t) - two_pi * math.cos(two_pi * x) - g_ * v
+            vp = v + h_ * a1 + z
+            a2 = f_ + amp * math.cos(w_ * (t + h_)) - two_pi * math.cos(two_pi * (x + h_ * v)) - g_ * vp
+            x = x + f32(0.5) * h_ * (v + vp)
+            v = v + f32(0.5) * h_ * (a1 + a2) + z
+            t += h_
+        x_out[i] = x
+
+    amps = np.asarray(a, dtype=np.float32)
+    n = amps.size * realizations
+    states = create_xoroshiro128p_states(n, seed=seed)
+    out = cuda.device_array(n, dtype=np.float32)
+    d_amps = cuda.to_device(amps)
+    args = (np.int64(realizations), f32(w), f32(g), f32(f), f32(math.sqrt(2 * g * kT * h)), f32(h))
+    threads = 128
+    blocks = -(-n // threads)
+    prog1[blocks, threads](states, d_amps, out, *args, np.int64(8))  # compile + warm up
+    cuda.synchronize()
+    t0 = time.perf_counter()
+    prog1[blocks, threads](states, d_amps, out, *args, np.int64(steps))
+    cuda.synchronize()
+    return n * steps, time.perf_counter() - t0
+
+
+def numba_cuda_kuramoto_mean_field(*, N, K, kT, h, steps, seed=1):
+    """Seed 004 PROG3 as plain numba.cuda kernels: per step a block-reduction kernel that
+    adds block sums with atomics and an Euler update kernel, launched from a host loop.
+    Returns ``(oscillator steps, seconds)``."""
+    from gpuensembles import _backend
+
+    cuda = _backend._cuda()
+    import numba
+    from numba.cuda.random import create_xoroshiro128p_states, xoroshiro128p_normal_float32
+
+    threads = 256
+
+    @cuda.jit(fastmath=True)
+    def reduce(x, sums):
+        sh = cuda.shared.array((2, 256), dtype=numba.float32)
+        i = cuda.grid(1)
+        t = cuda.threadIdx.x
+        sh[0, t] = math.sin(x[i]) if i < x.size else np.float32(0)
+        sh[1, t] = math.cos(x[i]) if i < x.size else np.float32(0)
+        cuda.syncthreads()
+        half = 128
+        while half > 0:
+            if t < half:
+                sh[0, t] += sh[0, t + half]
+                sh[1, t] += sh[1, t + half]
+            cuda.syncthreads()
+            half //= 2
+        if t == 0:
+            cuda.atomic.add(sums, 0, sh[0, 0])
+            cuda.atomic.add(sums, 1, sh[1, 0])
+
+    @cuda.jit(fastmath=True)
+    def update(x, omega, sums, states, kn, h_, s_):
+        i = cuda.grid(1)
+        if i < x.size:
+            xi = x[i]
+            drift = omega[i] + kn * (math.cos(xi) * sums[0] - math.sin(xi) * sums[1])
+            x[i] = xi + h_ * drift + s_ * xoroshiro128p_normal_float32(states, i)
+
+    rng = np.random.default_rng(seed)
+    x = cuda.to_device(rng.uniform(-np.pi, np.pi, N).astype(np.float32))
+    omega = cuda.to_device(np.zeros(N, dtype=np.float32))
+    sums = cuda.device_array(2, dtype=np.float32)
+    states = create_xoroshiro128p_states(N, seed=seed)
+    blocks = -(-N // threads)
+    args = (np.float32(K / N), np.float32(h), np.float32(math.sqrt(2 * kT * h)))
+
+    def run(n_steps):
+        for _ in range(n_steps):
+            sums[:] = 0  # a memset launch
+            reduce[blocks, threads](x, sums)
+            update[blocks, threads](x, omega, sums, states, *args)
+        cuda.synchronize()
+
+    run(2)  # compile + warm up
+    t0 = time.perf_counter()
+    run(steps)
+    return N * steps, time.perf_counter() - t0
+
+
+def device_copy_bandwidth(nbytes=2**30, repeats=5):
+    """Device-to-device copy bandwidth in bytes/s (read + write counted), best of ``repeats``."""
+    from gpuensembles import _backend
+
+    cuda = _backend._cuda()
+    a = cuda.device_array(nbytes // 4, dtype=np.float32)
+    b = cuda.device_array_like(a)
+    best = math.inf
+    for _ in range(repeats):
+        cuda.synchronize()
+        t0 = time.perf_counter()
+        b.copy_to_device(a)
+        cuda.synchronize()
+        best = min(best, time.perf_counter() - t0)
+    return 2 * nbytes / best

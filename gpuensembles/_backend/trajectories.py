@@ -7,6 +7,7 @@ position histogram, so nothing between samples ever leaves the device.
 """
 
 import functools
+import math
 import warnings
 from dataclasses import dataclass
 from typing import Callable
@@ -55,7 +56,7 @@ FINAL_COLUMNS = ("x_end", "v_end", "x_transient")
 @numba.njit
 def _cell(x, lo, n_cells):
     """Histogram bin of ``x``: 0 below ``lo``, 1 + floor(x) - lo inside, ``n_cells + 1`` above."""
-    c = np.int64(np.floor(x)) - lo
+    c = np.int64(math.floor(x)) - lo
     if c < 0:
         return 0
     if c >= n_cells:
