@@ -7,6 +7,10 @@ Examples::
     gpuensembles switching-currents --preset li2007 --sweep-rate 2e7 --realizations 200 \\
         -o sc.nc --plot sc.png
     gpuensembles mc-solve --problem laplacian-2d --size 30 --histories 1e7 -o x.nc
+    gpuensembles langevin --a 0 1 2 4.2 --w 4.9 --g 0.9 --f 0.1 --kT 0.001 --h 0.01282 \\
+        --steps 200000 --transient 20000 --realizations 4096 -o v.nc
+    gpuensembles kuramoto --N 1048576 --K 4 --width 1 --h 0.01 --steps 2000 --sample-every 20 \\
+        -o r.nc --plot r.png
 
 Any parameter option takes several values (``--D 0.004 0.008 0.012``), which become a
 dimension of the output. A progress bar runs on stderr, and a one-screen summary
@@ -129,6 +133,119 @@ def _add_mc_solve(sub):
     p.add_argument("--max-iterations", type=int, default=100, help="mcsa: most iterations")
     _add_run_options(p, "batches")
     p.set_defaults(run=_run_mc_solve, summary=_mc_summary, plot=_mc_plot)
+
+
+def _add_langevin(sub):
+    from .models import langevin, stewart_mccumber
+
+    p = _subcommand(sub, "langevin", langevin.langevin, "driven Brownian particle in a periodic potential (SRK2)")
+    defaults = dict(a=[0.0], w=[1.0], g=[1.0], f=[0.0], kT=[0.0], V0=[1.0])
+    for name, meta in langevin.PARAMETERS.items():
+        _parameter(p, name, meta["long_name"], default=defaults.get(name), required=name == "h")
+    p.add_argument("--steps", type=int, required=True, help="integration steps per trajectory")
+    p.add_argument("--realizations", type=int, required=True, help="trajectories per parameter point")
+    p.add_argument("--transient", type=int, default=0, help="steps before the velocity average starts")
+    p.add_argument("--sample-every", type=int, help="keep samples every N steps (a time dimension)")
+    p.add_argument("--record", nargs="*", choices=langevin.RECORDABLE, help="what to sample (default: x and v)")
+    p.add_argument("--histogram", type=int, nargs=2, metavar=("LO", "HI"), help="unit cells to count trajectories in")
+    p.add_argument("--model", choices=stewart_mccumber.MODELS, default="underdamped")
+    p.add_argument("--integrator", choices=stewart_mccumber.INTEGRATORS, default="srk2")
+    p.add_argument("--start", choices=stewart_mccumber.STARTS, default="rest")
+    p.add_argument("--dtype", choices=langevin.DTYPES, default="float32")
+    _add_run_options(p, "realizations")
+    p.set_defaults(run=_run_langevin, summary=_langevin_summary, plot=_langevin_plot)
+
+
+def _add_kuramoto(sub):
+    from .models import kuramoto
+
+    p = _subcommand(sub, "kuramoto", kuramoto.kuramoto, "globally coupled phase oscillators (mean field)")
+    p.add_argument("--N", type=int, required=True, help="oscillators per system")
+    defaults = dict(width=[1.0], center=[0.0], kT=[0.0], g=[1.0])
+    for name, meta in kuramoto.PARAMETERS.items():
+        _parameter(p, name, meta["long_name"], default=defaults.get(name), required=name in ("K", "h"))
+    p.add_argument("--steps", type=int, required=True, help="integration steps")
+    p.add_argument("--sample-every", type=int, required=True, help="record r, psi and the density every N steps")
+    p.add_argument("--realizations", type=int, default=1, help="independent systems per parameter point")
+    p.add_argument("--frequencies", choices=kuramoto.DISTRIBUTIONS, default="lorentzian")
+    p.add_argument("--sampling", choices=kuramoto.SAMPLINGS, default="random")
+    p.add_argument("--initial", choices=kuramoto.INITIAL, default="uniform")
+    p.add_argument("--bins", type=int, default=64, help="phase histogram bins")
+    _add_run_options(p, "systems")
+    p.set_defaults(run=_run_kuramoto, summary=_kuramoto_summary, plot=_kuramoto_plot)
+
+
+def _run_kwargs(args):
+    return dict(seed=args.seed, backend=args.backend, chunks=args.chunks, progress=not args.no_progress)
+
+
+def _run_langevin(args):
+    from .models.langevin import PARAMETERS, langevin
+
+    kwargs = {k: _values(getattr(args, k)) for k in PARAMETERS}
+    kwargs.update(steps=args.steps, realizations=args.realizations, transient=args.transient,
+                  sample_every=args.sample_every, record=args.record, histogram=args.histogram, model=args.model,
+                  integrator=args.integrator, start=args.start, dtype=args.dtype, **_run_kwargs(args))
+    t0 = time.perf_counter()
+    ds = langevin(**kwargs)
+    return ds, time.perf_counter() - t0
+
+
+def _run_kuramoto(args):
+    from .models.kuramoto import PARAMETERS, kuramoto
+
+    kwargs = {k: _values(getattr(args, k)) for k in PARAMETERS}
+    kwargs.update(N=args.N, steps=args.steps, sample_every=args.sample_every, realizations=args.realizations,
+                  frequencies=args.frequencies, sampling=args.sampling, initial=args.initial, bins=args.bins,
+                  **_run_kwargs(args))
+    t0 = time.perf_counter()
+    ds = kuramoto(**kwargs)
+    return ds, time.perf_counter() - t0
+
+
+def _header(ds, seconds, work, unit, output):
+    print(f"gpuensembles {__version__} | {ds.attrs['model']} | backend {ds.attrs['backend']} on {ds.attrs['device']}")
+    print(f"seed {ds.attrs['seed']} | {work:.3e} {unit} in {seconds:.2f} s ({work / seconds:.3e} {unit}/s) -> {output}")
+
+
+def _langevin_summary(ds, seconds, output):
+    _header(ds, seconds, ds.x_end.size * int(ds.attrs["steps"]), "steps", output)
+    stats = ds.langevin.velocity().rename(mean="<<v>>", stderr="<<v>> stderr")
+    print(stats.to_dataframe().to_string(float_format=lambda x: f"{x:.6g}") if stats["<<v>>"].ndim else
+          ", ".join(f"{k} {float(v):.6g}" for k, v in stats.data_vars.items()))
+
+
+def _kuramoto_summary(ds, seconds, output):
+    _header(ds, seconds, ds.r.isel(time=0).size * int(ds.attrs["N"]) * int(ds.attrs["steps"]), "oscillator-steps",
+            output)
+    final = ds.r.isel(time=-1).mean("realization").rename("r at the end")
+    print(final.to_dataframe().to_string(float_format=lambda x: f"{x:.6g}") if final.ndim else
+          f"r at the end {float(final):.6g}")
+
+
+def _langevin_plot(ds, path):
+    """Coarse-grained density over time (seed 004, Fig. 2) if recorded, else <<v>> over the sweep."""
+    _use_agg()
+    from .analysis.plots import plot_field, save
+
+    if "density" in ds and "time" in ds.density.dims:
+        save(plot_field(ds.langevin.density(), x="time", y="cell", cmap="viridis"), path)
+    else:
+        save(plot_field(ds.langevin.velocity()["mean"]), path)
+
+
+def _kuramoto_plot(ds, path):
+    """Phase density over time (seed 004, Fig. 4) of the first system."""
+    _use_agg()
+    from .analysis.plots import plot_field, save
+
+    save(plot_field(ds.density / ds.attrs["N"], x="time", y="phase", cmap="viridis"), path)
+
+
+def _use_agg():
+    import matplotlib
+
+    matplotlib.use("Agg")
 
 
 def _mc_system(args):
@@ -333,6 +450,8 @@ def main(argv=None):
     _add_escape_times(sub)
     _add_switching_currents(sub)
     _add_mc_solve(sub)
+    _add_langevin(sub)
+    _add_kuramoto(sub)
     args = parser.parse_args(argv)
     client = None
     try:

@@ -114,3 +114,24 @@ def test_mc_solve_command_writes_a_solution(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(["mc-solve", "--problem", "laplacian-2d", "--size", "4", "--histories", "10", "-o", str(out)])
     assert exc.value.code == 2
+
+
+def test_langevin_and_kuramoto_commands(tmp_path, capsys):
+    out = tmp_path / "v.nc"
+    assert cli.main(["langevin", "--a", "0", "2", "--kT", "0.1", "--h", "0.01", "--steps", "200", "--sample-every",
+                     "50", "--histogram", "-2", "2", "--realizations", "8", "--seed", "3", "--backend", "cpu",
+                     "-o", str(out), "--plot", str(tmp_path / "v.png"), "--no-progress"]) == 0
+    direct = ge.langevin(a=[0.0, 2.0], kT=0.1, h=0.01, steps=200, sample_every=50, histogram=(-2, 2),
+                         realizations=8, seed=3, backend="cpu", progress=False)
+    np.testing.assert_array_equal(ge.open_dataset(out).x.values, direct.x.values)
+    assert "<<v>>" in capsys.readouterr().out
+    out = tmp_path / "r.nc"
+    assert cli.main(["kuramoto", "--N", "64", "--K", "2", "--h", "0.01", "--steps", "20", "--sample-every", "10",
+                     "--backend", "cpu", "-o", str(out), "--plot", str(tmp_path / "r.png"), "--no-progress"]) == 0
+    assert ge.open_dataset(out).r.sizes["time"] == 2
+    assert (tmp_path / "r.png").stat().st_size > 0 and (tmp_path / "v.png").stat().st_size > 0
+    assert "r at the end" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["kuramoto", "--N", "1", "--K", "2", "--h", "0.01", "--steps", "20", "--sample-every", "10",
+                  "-o", str(out)])
+    assert exc.value.code == 2

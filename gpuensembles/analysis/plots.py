@@ -1,4 +1,4 @@
-"""Matplotlib figures for first-passage results (matplotlib is imported only here, lazily)."""
+"""Matplotlib figures (matplotlib is imported only here, lazily)."""
 
 import numpy as np
 
@@ -38,3 +38,25 @@ def plot_arrhenius(mean_time, stderr, fit, dim="D", ax=None):
     ax.set_ylabel("ln <T>")
     ax.legend()
     return ax
+
+
+def plot_field(field, x=None, y=None, ax=None, **kwargs):
+    """A line of ``field`` along ``x`` (default: its first dimension), or an image over
+    ``(x, y)``; every other dimension is shown at its first index."""
+    ax = _axes(ax)
+    x = x or field.dims[0]
+    field = field.isel({d: 0 for d in field.dims if d not in (x, y)})
+    if y is None:
+        field.plot.line(ax=ax, x=x, marker="o" if field.size < 30 else None, **kwargs)
+    else:
+        field.transpose(y, x).plot(ax=ax, x=x, y=y, **kwargs)
+    return ax
+
+
+def save(ax, path, dpi=120):
+    """Write the figure of ``ax`` to ``path`` and close it."""
+    import matplotlib.pyplot as plt
+
+    ax.figure.tight_layout()
+    ax.figure.savefig(path, dpi=dpi)
+    plt.close(ax.figure)
