@@ -2,10 +2,8 @@
 
 One system of ``N`` oscillators is advanced by Euler-Maruyama steps; every ``every``
 steps the order parameter ``r e^{i psi} = (1/N) sum_j e^{i x_j}`` and a phase histogram
-are recorded. With ``G = ceil(N / 4)``, oscillator ``i`` at step ``k`` takes normal
-``i // G`` of Philox block ``k * G + i % G`` in both templates, so the two paths use the
-same noise; a GPU thread handles oscillators ``g, g + G, g + 2G, g + 3G`` of one block,
-so each of its four loads is coalesced across the warp.
+are recorded. Oscillator ``i`` at step ``k`` takes normal ``i % 4`` of Philox block
+``k * ceil(N / 4) + i // 4``, in both templates, so the two paths use the same noise.
 
 * Mean field (seed 004, PROG3): ``sum_j sin(x_j - x_i) = cos(x_i) S - sin(x_i) C`` with
   ``S, C = sum_j (sin, cos)(x_j)``. On CUDA one cooperative launch runs all steps: each
@@ -113,7 +111,7 @@ def _cpu_mean_field(kernel):
             for g in range(t * _TILE, min(ngroups, (t + 1) * _TILE)):
                 z = noise(s if advance else np.float32(0.0), seed, stream, rid, k * ngroups + g)
                 for j in range(4):
-                    i = g + j * ngroups
+                    i = 4 * g + j
                     if i < n:
                         if advance:
                             xi = x[i]
@@ -155,8 +153,8 @@ def _cpu_pairwise(kernel):
             coupling = np.float32(0.0)
             for j in range(n):
                 coupling += KT[j, i] * math.sin(x[j] - xi)
-            z = noise(s, seed, stream, rid, k * ngroups + i % ngroups)
-            x_new[i] = step(xi, omega[i], coupling, h_g, s, z[i // ngroups])
+            z = noise(s, seed, stream, rid, k * ngroups + i // 4)
+            x_new[i] = step(xi, omega[i], coupling, h_g, s, z[i % 4])
 
     def run(x, omega, KT, h_g, s, steps, every, seed, stream, rid, r, psi, hist):
         other = np.empty_like(x)
@@ -221,9 +219,9 @@ def _cuda_mean_field(kernel):
         acc_s, acc_c = 0.0, 0.0
         for g in range(first, ngroups, stride):
             for j in range(4):
-                if g + j * ngroups < n:
-                    acc_s += math.sin(x[g + j * ngroups])
-                    acc_c += math.cos(x[g + j * ngroups])
+                if 4 * g + j < n:
+                    acc_s += math.sin(x[4 * g + j])
+                    acc_c += math.cos(x[4 * g + j])
         a, b = block_sum(sh, acc_s, acc_c)
         if t == 0:
             partials[0, 0, cuda.blockIdx.x] = a
@@ -240,7 +238,7 @@ def _cuda_mean_field(kernel):
             for g in range(first, ngroups, stride):
                 z = noise(s, seed, stream, rid, k * ngroups + g)
                 for j in range(4):
-                    i = g + j * ngroups
+                    i = 4 * g + j
                     if i < n:
                         xi = x[i]
                         xi = step(xi, omega[i], math.cos(xi) * cs - math.sin(xi) * cc, h_g, s, z[j])
@@ -314,9 +312,8 @@ def _cuda_pairwise(kernel):
                     coupling += KT[start + q, i] * math.sin(tile[q] - xi)
             cuda.syncthreads()
         if i < n:
-            ngroups = (n + 3) // 4
-            z = noise(s, seed, stream, rid, k * ngroups + i % ngroups)
-            x_new[i] = step(xi, omega[i], coupling, h_g, s, z[i // ngroups])
+            z = noise(s, seed, stream, rid, k * ((n + 3) // 4) + i // 4)
+            x_new[i] = step(xi, omega[i], coupling, h_g, s, z[i % 4])
 
     def run(x, omega, KT, h_g, s, steps, every, seed, stream, rid, r, psi, hist):
         with _out_of_memory_as_memory_error(f"a coupling matrix of {x.size}^2 oscillators"):
