@@ -320,10 +320,7 @@ def run_items(block: Callable, n_items: int, width: int, *, chunks=None, pieces:
     dask array with one task per chunk. ``block`` must be picklable and pure: a chunk's
     rows depend only on its items.
     """
-    client = _active_client()
-    if chunks is None and client is not None:
-        workers = max(1, len(client.scheduler_info().get("workers", {})))
-        chunks = -(-n_items // (4 * workers))
+    chunks = _chunk_size(chunks, n_items)
     if chunks is not None:
         size = min(check_count("chunks", chunks), n_items)
         return da.map_blocks(_items_block, block, chunks=(_split(n_items, size), (width,)), dtype=np.float64,
@@ -336,6 +333,15 @@ def run_items(block: Callable, n_items: int, width: int, *, chunks=None, pieces:
             out[lo:hi] = block(lo, hi)
             bar.update(hi - lo)
     return out
+
+
+def _chunk_size(chunks, n):
+    """``chunks`` as given, or four tasks per worker of an active ``distributed.Client``."""
+    client = _active_client()
+    if chunks is None and client is not None:
+        workers = max(1, len(client.scheduler_info().get("workers", {})))
+        chunks = -(-n // (4 * workers))
+    return chunks
 
 
 def _items_block(block, block_info=None):
@@ -364,10 +370,7 @@ def run_realizations(block: Callable, realizations: int, outputs: dict, *, chunk
     arrays with one task per chunk. ``block`` must be picklable and pure: a chunk's
     numbers depend only on its realizations.
     """
-    client = _active_client()
-    if chunks is None and client is not None:
-        workers = max(1, len(client.scheduler_info().get("workers", {})))
-        chunks = -(-realizations // (4 * workers))
+    chunks = _chunk_size(chunks, realizations)
     if chunks is not None:
         import dask
 

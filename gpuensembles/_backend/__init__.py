@@ -49,6 +49,15 @@ def _cuda():
     return cuda
 
 
+def _bind_cuda(namespace: dict):
+    """Bind ``numba.cuda`` to the name ``cuda`` in a template module's globals.
+
+    Kernels must see ``cuda`` as a module global (not a closure variable): the CUDA
+    simulator swaps that global for its fake module.
+    """
+    namespace["cuda"] = _cuda()
+
+
 def simulating_cuda() -> bool:
     """True when numba's CUDA simulator is on (``NUMBA_ENABLE_CUDASIM=1``)."""
     return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1"

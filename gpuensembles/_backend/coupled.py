@@ -24,15 +24,9 @@ from typing import Callable
 import numba
 import numpy as np
 
-from . import _build, _cuda, _out_of_memory_as_memory_error, simulating_cuda
+from . import _bind_cuda, _build, _out_of_memory_as_memory_error, simulating_cuda
 
-cuda = None
-"""``numba.cuda``, bound by :func:`_load` (a module global: the CUDA simulator swaps it)."""
-
-
-def _load():
-    global cuda
-    cuda = _cuda()
+cuda = None  # numba.cuda once a CUDA template is built (see _bind_cuda)
 
 
 @dataclass(frozen=True)
@@ -172,7 +166,7 @@ def _cpu_pairwise(kernel):
 
 
 def _cuda_mean_field(kernel):
-    _load()
+    _bind_cuda(globals())
     step, noise = kernel.step, kernel.noise
     threads = 8 if simulating_cuda() else _TILE
 
@@ -292,7 +286,7 @@ def _cuda_mean_field(kernel):
 
 
 def _cuda_pairwise(kernel):
-    _load()
+    _bind_cuda(globals())
     step, noise = kernel.step, kernel.noise
     threads = 8 if simulating_cuda() else _TILE
 

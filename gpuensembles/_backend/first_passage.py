@@ -9,8 +9,8 @@ import numba
 import numpy as np
 
 from . import (
+    _bind_cuda,
     _build,
-    _cuda,
     _identity,
     _out_of_memory_as_memory_error,
     _poll_counter,
@@ -18,13 +18,7 @@ from . import (
     simulating_cuda,
 )
 
-cuda = None
-"""``numba.cuda``, bound by :func:`_load` (a module global: the CUDA simulator swaps it)."""
-
-
-def _load():
-    global cuda
-    cuda = _cuda()
+cuda = None  # numba.cuda once a CUDA template is built (see _bind_cuda)
 
 
 
@@ -101,7 +95,7 @@ _CUDA_THREADS_PER_BLOCK = 128
 
 
 def _cuda_first_passage(kernel):
-    _load()
+    _bind_cuda(globals())
     prepare, init, advance = kernel.prepare, kernel.init, kernel.advance
     readable = _simulator_copy if simulating_cuda() else _identity
 

@@ -15,15 +15,9 @@ from typing import Callable
 import numba
 import numpy as np
 
-from . import _build, _cuda, _identity, _out_of_memory_as_memory_error, _simulator_copy, simulating_cuda
+from . import _bind_cuda, _build, _identity, _out_of_memory_as_memory_error, _simulator_copy, simulating_cuda
 
-cuda = None
-"""``numba.cuda``, bound by :func:`_load` (a module global: the CUDA simulator swaps it)."""
-
-
-def _load():
-    global cuda
-    cuda = _cuda()
+cuda = None  # numba.cuda once a CUDA template is built (see _bind_cuda)
 
 
 @dataclass(frozen=True)
@@ -158,7 +152,7 @@ _THREADS = 128
 
 
 def _cuda_trajectories(kernel):
-    _load()
+    _bind_cuda(globals())
     readable = _simulator_copy if simulating_cuda() else _identity
 
     @cuda.jit(device=True)

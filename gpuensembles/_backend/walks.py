@@ -9,8 +9,8 @@ import numba
 import numpy as np
 
 from . import (
+    _bind_cuda,
     _build,
-    _cuda,
     _device_zeros,
     _identity,
     _out_of_memory_as_memory_error,
@@ -18,13 +18,7 @@ from . import (
     simulating_cuda,
 )
 
-cuda = None
-"""``numba.cuda``, bound by :func:`_load` (a module global: the CUDA simulator swaps it)."""
-
-
-def _load():
-    global cuda
-    cuda = _cuda()
+cuda = None  # numba.cuda once a CUDA template is built (see _bind_cuda)
 
 
 
@@ -167,7 +161,7 @@ _WALK_SHARED_BYTES = 40 * 1024  # per block; bins beyond that are added in globa
 
 
 def _cuda_walks(kernel):
-    _load()
+    _bind_cuda(globals())
     begin, advance, per_visit = _walk_pieces(kernel)
     readable = _simulator_copy if simulating_cuda() else _identity
 
