@@ -407,13 +407,36 @@ def label(plan: Plan, raw, metadata: dict) -> xr.DataArray:
     (the index of its dimension when the dimension is its own), plus any coordinate the
     user gave on a shared dimension; ``realization`` gets its CF attributes.
     """
+    return xr.DataArray(raw, dims=plan.dims, coords=coordinates(plan, metadata))
+
+
+def coordinates(plan: Plan, metadata: dict) -> dict:
+    """The coordinates :func:`label` puts on a result, as ``{name: xarray.Variable}``."""
     coords = {}
     for name, p in plan.inputs.items():
         if p.ndim and name in metadata:
             coords[name] = xr.Variable(p.dims, p.values, metadata[name])
             coords.update({d: c.variable for d, c in p.coords.items() if d != name})
     coords[REALIZATION] = xr.Variable(REALIZATION, np.arange(plan.realizations), REALIZATION_ATTRS)
-    return xr.DataArray(raw, dims=plan.dims, coords=coords)
+    return coords
+
+
+def sample_coordinates(plan: Plan, every: int) -> dict:
+    """Coordinates of a ``time`` dimension sampled after every ``every`` of ``plan.max_steps`` steps.
+
+    ``step`` always; ``time = step * h`` as well when the time step ``h`` is not swept
+    (a swept ``h`` gives every point its own times; then ``step * h`` is left to the user).
+    """
+    step = np.arange(1, plan.max_steps // every + 1, dtype=np.int64) * every
+    coords = {"step": xr.Variable("time", step, {"long_name": "steps since the start", "units": "1"})}
+    if plan.inputs["h"].ndim == 0:
+        coords["time"] = xr.Variable("time", step * float(plan.inputs["h"]), {"long_name": "time", "units": "1"})
+    return coords
+
+
+def on_dims(values, dims: tuple, coords: dict, **attrs) -> xr.DataArray:
+    """``values`` as a DataArray over ``dims`` with those of ``coords`` that lie on them."""
+    return xr.DataArray(values, {k: c for k, c in coords.items() if set(c.dims) <= set(dims)}, dims, attrs=attrs)
 
 
 def where_it_ran(plan: Plan, raw) -> tuple:

@@ -79,17 +79,19 @@ def _disorder_uniforms(n, seed, rid, first_draw):
     return out
 
 
-def draw_frequencies(n, distribution, width, center, sampling, seed, rid):
-    """Natural frequencies of system ``rid``: float32, shape ``(n,)``.
+def standard_frequencies(n, distribution, sampling, seed, rid):
+    """Standard variates ``z`` (float64, shape ``(n,)``) behind the frequencies of system ``rid``.
 
-    ``random``: independent draws; ``quantile``: the deterministic quantiles at
-    ``(i + 1/2) / n`` (no sample-to-sample disorder, the usual way to approach N -> oo).
+    The frequencies are ``center + width * z`` (see :func:`natural_frequencies`). ``random``:
+    independent draws; ``quantile``: the deterministic quantiles at ``(i + 1/2) / n`` (no
+    sample-to-sample disorder, the usual way to approach N -> oo).
     """
     u = (np.arange(n) + 0.5) / n if sampling == "quantile" else _disorder_uniforms(n, np.uint32(seed), rid, 0)
-    if distribution == "lorentzian":
-        z = np.tan(np.pi * (u - 0.5))
-    else:
-        z = special.ndtri(u)
+    return np.tan(np.pi * (u - 0.5)) if distribution == "lorentzian" else special.ndtri(u)
+
+
+def natural_frequencies(z, width, center):
+    """Natural frequencies ``center + width * z`` in float32."""
     return (center + width * z).astype(np.float32)
 
 
@@ -246,35 +248,29 @@ def _run_block(plan, settings, start, stop):
     r = np.empty((n_points, stop - start, n_samples))
     psi = np.empty_like(r)
     hist = np.zeros(r.shape + (bins,), dtype=np.int64)
-    for p, row in enumerate(plan.table()):
-        K, width, center, kT, g, h = row
-        for m, rid in enumerate(range(start, stop)):
-            omega = settings["omega"]
-            if omega is None:
-                omega = draw_frequencies(N, settings["distribution"], width, center, settings["sampling"], plan.seed, rid)
-            x = initial_phases(N, settings["initial"], plan.seed, rid)
-            run(x, omega, K / N if KT is None else KT, h / g, math.sqrt(2 * kT * h / g), plan.max_steps, every,
-                plan.seed, p, rid, r[p, m], psi[p, m], hist[p, m])
+    table = plan.table()
+    for m, rid in enumerate(range(start, stop)):
+        # frozen disorder: drawn once per system, shared by every point of the sweep
+        x0 = initial_phases(N, settings["initial"], plan.seed, rid)
+        z = None if settings["omega"] is not None else standard_frequencies(
+            N, settings["distribution"], settings["sampling"], plan.seed, rid)
+        for p, (K, width, center, kT, g, h) in enumerate(table):
+            omega = settings["omega"] if z is None else natural_frequencies(z, width, center)
+            run(x0.copy(), omega, K / N if KT is None else KT, h / g, math.sqrt(2 * kT * h / g), plan.max_steps,
+                every, plan.seed, p, rid, r[p, m], psi[p, m], hist[p, m])
     return {"r": r, "psi": psi, "hist": hist}
 
 
 def _dataset(plan, raw, call, settings):
     every, bins = settings["every"], settings["bins"]
-    base = engine.label(plan, np.zeros(plan.shape, dtype=bool), PARAMETERS)
-    step = np.arange(1, plan.max_steps // every + 1, dtype=np.int64) * every
-    coords = dict(base.coords)
-    coords["step"] = xr.Variable("time", step, {"long_name": "steps since the start", "units": "1"})
-    if plan.inputs["h"].ndim == 0:
-        coords["time"] = xr.Variable("time", step * float(plan.inputs["h"]), {"long_name": "time", "units": "1"})
+    coords = {**engine.coordinates(plan, PARAMETERS), **engine.sample_coordinates(plan, every)}
     edges = np.linspace(-np.pi, np.pi, bins + 1)
     coords["phase"] = xr.Variable("phase", 0.5 * (edges[1:] + edges[:-1]),
                                   {"long_name": "phase (bin centre)", "units": "rad"})
     dims = plan.dims + ("time",)
 
     def array(values, extra=(), **attrs):
-        values = values.reshape(plan.shape + values.shape[2:])
-        return xr.DataArray(values, {k: c for k, c in coords.items() if set(c.dims) <= set(dims + extra)},
-                            dims + extra, attrs=attrs)
+        return engine.on_dims(values.reshape(plan.shape + values.shape[2:]), dims + extra, coords, **attrs)
 
     data = {
         "r": array(raw["r"], long_name="order parameter r = |(1/N) sum_j exp(i x_j)|", units="1"),

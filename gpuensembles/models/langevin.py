@@ -196,10 +196,8 @@ def _check_sampling(model, steps, transient, sample_every, record):
     if transient % every:
         raise ValueError(f"transient ({transient}) must be a multiple of sample_every ({every})")
     record = default if record is None else tuple(record)
-    allowed = default
-    unknown = [r for r in record if r not in allowed]
-    if unknown:
-        raise ValueError(f"record may contain {allowed} for the {model} model, got {record!r}")
+    if any(r not in default for r in record):
+        raise ValueError(f"record may contain {default} for the {model} model, got {record!r}")
     return every, record
 
 
@@ -233,17 +231,13 @@ def _run_block(plan, schedule, widths, start, stop):
 def _dataset(plan, raw, call, model, integrator, start, dtype, steps, every, transient, sample_every, lo, hi):
     sweep = plan.shape[:-1]
     p = dict(zip(sm.PARAMETERS, plan.params))
-    base = engine.label(plan, np.zeros(plan.shape, dtype=bool), PARAMETERS)
-    coords = dict(base.coords)
+    coords = engine.coordinates(plan, PARAMETERS)
     sampled = sample_every is not None
     if sampled:
-        step = np.arange(1, steps // every + 1, dtype=np.int64) * every
-        coords["step"] = xr.Variable("time", step, {"long_name": "steps since the start", "units": "1"})
-        if plan.inputs["h"].ndim == 0:
-            coords["time"] = xr.Variable("time", step * float(plan.inputs["h"]), {"long_name": "time", "units": "1"})
+        coords.update(engine.sample_coordinates(plan, every))
 
     def array(values, dims, **attrs):
-        return xr.DataArray(values, {k: c for k, c in coords.items() if set(c.dims) <= set(dims)}, dims, attrs=attrs)
+        return engine.on_dims(values, dims, coords, **attrs)
 
     def per_realization(values, extra=(), **attrs):
         return array(values.reshape(plan.shape + values.shape[2:]), plan.dims + extra, **attrs)
