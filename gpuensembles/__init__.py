@@ -14,5 +14,5 @@ from .models.langevin import langevin
 
 __version__ = version()
 
-__all__ = ["escape_times", "switching_currents", "josephson", "langevin", "kuramoto", "mc_solve", "mcls", "cluster", "open_dataset",
-           "__version__"]
+__all__ = ["escape_times", "switching_currents", "josephson", "langevin", "kuramoto", "mc_solve", "mcls", "cluster",
+           "open_dataset", "__version__"]
