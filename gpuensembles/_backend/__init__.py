@@ -134,6 +134,12 @@ def _simulator_copy(array):
     return array.copy_to_host()
 
 
+def _simulator_view(array):
+    # The numpy array behind a simulator kernel argument: CPU-jitted functions can
+    # unbox it, and what they write lands in the device array.
+    return array._ary
+
+
 @contextlib.contextmanager
 def _out_of_memory_as_memory_error(what: str):
     """Turn numba's out-of-memory errors (CudaAPIError and its own types) into MemoryError."""

@@ -1,0 +1,280 @@
+"""Checkerboard Metropolis for the 2D Ising model: the pieces every kernel and target shares.
+
+Model: periodic ``L x L`` lattice, ``E = -J sum_<ij> s_i s_j`` with ``J = 1``, no field. A
+sweep updates the black sites (``x + y`` even), then the white ones; a site's four
+neighbours all have the other colour, so each half-sweep is a set of independent
+Metropolis updates (updating all sites at once would not be).
+
+Storage (both kernels). Each colour is kept apart as ``L`` rows of ``L/2`` sites; site
+``h`` of row ``y`` of colour ``c`` is the lattice site ``x = 2h + (y + c) % 2``. Its
+neighbours are sites ``h`` of rows ``y +- 1`` and sites ``h`` and ``h + 1`` (when
+``y + c`` is odd) or ``h - 1`` (even) of row ``y``, all in the other colour. Colour
+``c``, row ``y``, column ``j`` of a group is element ``(c L + y) S + j`` of its block of
+``2 L S`` items.
+
+* **int8 kernel** (the reference): one byte per spin (+1 / -1), ``S = L/2``, a group is
+  one lattice. One Philox block gives the four 32-bit uniforms of four sites.
+* **multi-spin kernel**: one bit per spin (1 = spin down), 32 spins per uint32 word.
+  The 32 *lanes* of a word are either 32 independent lattices (``replicas`` layout,
+  ``S = L/2``: a group is 32 systems) or 32 strips of one lattice (``strips`` layout,
+  ``S = L/64``: lane ``k`` holds columns ``h = k S + j``; a neighbour across a strip
+  edge is the next lane, one bit rotation away). Neighbour counts are bit-sliced: a few
+  bitwise operations classify all 32 spins at once.
+
+Acceptance is exact Metropolis to 2^-32: a move that raises the energy by ``dE`` (4 or 8)
+is accepted when a fresh uniform 32-bit integer ``U < P = floor(2^32 exp(-beta dE))``.
+The multi-spin kernel makes that comparison for its 32 lanes at once, bit-serially from
+the most significant bit: word ``k`` of the random stream supplies bit ``k`` of every
+lane's own ``U``, a lane is decided at the first bit where ``U`` and ``P`` differ, and
+the loop stops once every lane is decided (on average after two bits per lane; at most
+32). Every lane thus compares its own independent 32-bit uniform with ``P``, exactly as
+the int8 kernel does: no random bit ever feeds two decisions.
+
+Randomness: Philox4x32-10 with key ``(seed, L | tag << 28)`` and counter ``(half-sweep,
+block, site, group)``; a lattice's numbers depend only on the seed, ``L``, its group and
+its lane, never on chunking, launch geometry or backend (all arithmetic is integer, so
+the CPU and any GPU give identical configurations).
+"""
+
+import numpy as np
+
+from ..rng import jit, philox4x32
+
+ALL_ONES = np.uint32(0xFFFFFFFF)
+_ONE = np.uint32(1)
+_LAST = np.uint32(31)
+
+#: Tags in the high bits of the second Philox key word (the low bits hold ``L``).
+TAG_MULTISPIN, TAG_MULTISPIN_START, TAG_INT8, TAG_INT8_START = 0, 1, 2, 3
+#: Half-sweep counter value reserved for the random initial configuration.
+START_COUNTER = 0xFFFFFFFF
+#: Values per group of the threshold table: 32 bit planes for dE = 4 and 32 for dE = 8
+#: (multi-spin), or the two thresholds themselves (int8).
+THRESHOLD_STRIDE = {"multispin": 64, "int8": 2}
+
+
+def philox_key(L: int, tag: int) -> np.uint32:
+    """Second Philox key word for lattices of size ``L`` (``L < 2**28``)."""
+    return np.uint32(L | (tag << 28))
+
+
+def thresholds(beta) -> tuple:
+    """``(P4, P8)``: uint32 ``floor(2^32 exp(-beta dE))`` for dE = 4, 8, capped at ``2^32 - 1``.
+
+    The acceptance probability ``P / 2^32`` is within ``2^-32`` of ``exp(-beta dE)``.
+    """
+    beta = np.asarray(beta, dtype=np.float64)
+    out = []
+    for dE in (4.0, 8.0):
+        p = np.floor(np.exp(-beta * dE) * 2.0**32)
+        out.append(np.minimum(p, 2.0**32 - 1).astype(np.uint32))
+    return tuple(out)
+
+
+def bit_planes(p: np.ndarray) -> np.ndarray:
+    """uint32 words ``(32,)``: word ``k`` has bit ``l`` set when bit ``31 - k`` of ``p[l]`` is set.
+
+    ``p`` holds the thresholds of up to 32 lanes (missing lanes count as 0).
+    """
+    planes = np.zeros(32, dtype=np.uint32)
+    for lane, value in enumerate(np.asarray(p, dtype=np.uint64)):
+        for k in range(32):
+            if (int(value) >> (31 - k)) & 1:
+                planes[k] |= np.uint32(1 << lane)
+    return planes
+
+
+@jit
+def _row(c, y, L, S):
+    return (c * L + y) * S
+
+
+@jit
+def neighbours(lat, base, c, y, j, L, S):
+    """The four neighbours of item ``(c, y, j)``, and ``+1`` / ``-1`` if the side one wrapped
+    past the end / start of its row (0 otherwise)."""
+    o = 1 - c
+    up = lat[base + _row(o, y - 1 if y > 0 else L - 1, L, S) + j]
+    down = lat[base + _row(o, y + 1 if y + 1 < L else 0, L, S) + j]
+    row = base + _row(o, y, L, S)
+    same = lat[row + j]
+    wrapped = 0
+    if (y + c) & 1:
+        if j + 1 < S:
+            side = lat[row + j + 1]
+        else:
+            side = lat[row]
+            wrapped = 1
+    else:
+        if j > 0:
+            side = lat[row + j - 1]
+        else:
+            side = lat[row + S - 1]
+            wrapped = -1
+    return up, down, same, side, wrapped
+
+
+@jit
+def _across_strips(w, wrapped):
+    """Neighbour word across a strip edge: lane ``k + 1`` (``wrapped = 1``) or ``k - 1`` moved to lane ``k``."""
+    if wrapped > 0:
+        return np.uint32((w >> _ONE) | (w << _LAST))
+    return np.uint32((w << _ONE) | (w >> _LAST))
+
+
+@jit
+def classify(s, n0, n1, n2, n3):
+    """Bit-sliced count of anti-aligned neighbours: lanes with >= 2 (``dE <= 0``), exactly 1
+    (``dE = 4``) and none (``dE = 8``)."""
+    x0 = np.uint32(s ^ n0)
+    x1 = np.uint32(s ^ n1)
+    x2 = np.uint32(s ^ n2)
+    x3 = np.uint32(s ^ n3)
+    a = np.uint32(x0 ^ x1)
+    b = np.uint32(x0 & x1)
+    c = np.uint32(x2 ^ x3)
+    d = np.uint32(x2 & x3)
+    two_or_more = np.uint32(b | d | (a & c))
+    exactly_one = np.uint32((a ^ c) & (two_or_more ^ ALL_ONES))
+    none = np.uint32((x0 | x1 | x2 | x3) ^ ALL_ONES)
+    return two_or_more, exactly_one, none
+
+
+@jit
+def _compare_bit(undecided, accepted, r, t):
+    # Lanes still undecided whose U bit is 0 where P's is 1 have U < P: accept.
+    accepted = np.uint32(accepted | (undecided & t & (r ^ ALL_ONES)))
+    undecided = np.uint32(undecided & ((t ^ r) ^ ALL_ONES))
+    return undecided, accepted
+
+
+@jit
+def accept_lanes(dE4, dE8, thr, tbase, seed, key, half_sweep, site, group):
+    """Lanes of ``dE4 | dE8`` whose own 32-bit uniform falls below their threshold.
+
+    ``thr[tbase + k]`` / ``thr[tbase + 32 + k]`` are bit plane ``k`` (from the most
+    significant bit) of the lanes' thresholds for dE = 4 / 8.
+    """
+    undecided = np.uint32(dE4 | dE8)
+    accepted = np.uint32(0)
+    k = 0
+    while undecided != 0 and k < 32:
+        r0, r1, r2, r3 = philox4x32(half_sweep, k >> 2, site, group, seed, key)
+        undecided, accepted = _compare_bit(undecided, accepted, r0,
+                                           (thr[tbase + k] & dE4) | (thr[tbase + 32 + k] & dE8))
+        undecided, accepted = _compare_bit(undecided, accepted, r1,
+                                           (thr[tbase + k + 1] & dE4) | (thr[tbase + 33 + k] & dE8))
+        undecided, accepted = _compare_bit(undecided, accepted, r2,
+                                           (thr[tbase + k + 2] & dE4) | (thr[tbase + 34 + k] & dE8))
+        undecided, accepted = _compare_bit(undecided, accepted, r3,
+                                           (thr[tbase + k + 3] & dE4) | (thr[tbase + 35 + k] & dE8))
+        k += 4
+    return accepted
+
+
+@jit
+def update_word(lat, base, tbase, c, k, L, S, strips, thr, seed, key, half_sweep, group):
+    """Metropolis update of word ``k`` of colour ``c`` of the group stored from ``lat[base]``
+    (thresholds from ``thr[tbase]``); returns the flipped lanes."""
+    y = k // S
+    j = k - y * S
+    up, down, same, side, wrapped = neighbours(lat, base, c, y, j, L, S)
+    if strips and wrapped != 0:
+        side = _across_strips(side, wrapped)
+    w = base + _row(c, y, L, S) + j
+    s = lat[w]
+    two_or_more, dE4, dE8 = classify(s, up, down, same, side)
+    flip = np.uint32(two_or_more | accept_lanes(dE4, dE8, thr, tbase, seed, key, half_sweep, k, group))
+    lat[w] = np.uint32(s ^ flip)
+    return flip
+
+
+@jit
+def _update_site(lat, base, c, y, h, L, S, p4, p8, u):
+    up, down, same, side, _ = neighbours(lat, base, c, y, h, L, S)
+    w = base + _row(c, y, L, S) + h
+    s = np.int32(lat[w])
+    dE = 2 * s * (np.int32(up) + np.int32(down) + np.int32(same) + np.int32(side))
+    if dE <= 0 or u < (p4 if dE == 4 else p8):
+        lat[w] = -s
+        return 1
+    return 0
+
+
+@jit
+def update_quad(lat, base, tbase, c, k, L, S, strips, thr, seed, key, half_sweep, group):
+    """int8 update of sites ``4q .. 4q + 3`` of row ``y`` (``k = y Q + q``, ``Q = ceil(S/4)``)
+    of colour ``c``; returns the number of flips. ``strips`` is unused."""
+    quads = (S + 3) // 4
+    y = k // quads
+    h = 4 * (k - y * quads)
+    p4 = thr[tbase]
+    p8 = thr[tbase + 1]
+    r0, r1, r2, r3 = philox4x32(half_sweep, 0, k, group, seed, key)
+    flips = _update_site(lat, base, c, y, h, L, S, p4, p8, r0)
+    if h + 1 < S:
+        flips += _update_site(lat, base, c, y, h + 1, L, S, p4, p8, r1)
+    if h + 2 < S:
+        flips += _update_site(lat, base, c, y, h + 2, L, S, p4, p8, r2)
+    if h + 3 < S:
+        flips += _update_site(lat, base, c, y, h + 3, L, S, p4, p8, r3)
+    return flips
+
+
+@jit
+def anti_aligned(lat, base, k, L, S, strips):
+    """Bit planes ``(ones, twos, fours)`` of the number of anti-aligned neighbours of black word ``k``."""
+    y = k // S
+    j = k - y * S
+    up, down, same, side, wrapped = neighbours(lat, base, 0, y, j, L, S)
+    if strips and wrapped != 0:
+        side = _across_strips(side, wrapped)
+    s = lat[base + _row(0, y, L, S) + j]
+    x0 = np.uint32(s ^ up)
+    x1 = np.uint32(s ^ down)
+    x2 = np.uint32(s ^ same)
+    x3 = np.uint32(s ^ side)
+    a = np.uint32(x0 ^ x1)
+    c = np.uint32(x2 ^ x3)
+    carry_a = np.uint32(x0 & x1)
+    carry_c = np.uint32(x2 & x3)
+    ones = np.uint32(a ^ c)
+    carry = np.uint32(a & c)
+    twos = np.uint32(carry_a ^ carry_c ^ carry)  # at most two of the three carries are set
+    fours = np.uint32(carry_a & carry_c)
+    return ones, twos, fours
+
+
+@jit
+def site_counts(lat, base, k, L, S):
+    """int8 row ``k`` of the black sites: ``(down spins in both colours' row k, anti-aligned bonds)``."""
+    down = 0
+    anti = 0
+    for h in range(S):
+        up, dn, same, side, _ = neighbours(lat, base, 0, k, h, L, S)
+        s = np.int32(lat[base + _row(0, k, L, S) + h])
+        anti += (4 - s * (np.int32(up) + np.int32(dn) + np.int32(same) + np.int32(side))) // 2
+        down += (1 - s) // 2 + (1 - np.int32(lat[base + _row(1, k, L, S) + h])) // 2
+    return down, anti
+
+
+@jit
+def record(bins, series, system, i, n_measurements, N, down, anti, flips):
+    """Add measurement ``i`` of ``system`` (its counts) to its bin and time series.
+
+    ``e = (2 anti - 2 N) / N`` (energy per spin), ``m = (N - 2 down) / N``, acceptance
+    ``flips / N``; ``bins[system, b]`` collects sums of e, e^2, |m|, m^2, m^4, acceptance.
+    """
+    e = (2.0 * anti - 2.0 * N) / N
+    m = (N - 2.0 * down) / N
+    b = i * bins.shape[1] // n_measurements
+    m2 = m * m
+    bins[system, b, 0] += e
+    bins[system, b, 1] += e * e
+    bins[system, b, 2] += abs(m)
+    bins[system, b, 3] += m2
+    bins[system, b, 4] += m2 * m2
+    bins[system, b, 5] += flips / N
+    if series.shape[1] > 0:
+        series[system, i, 0] = e
+        series[system, i, 1] = m
