@@ -8,11 +8,12 @@ from .cluster import cluster
 from .io import open_dataset, version
 from .mcls import mc_solve
 from .models import josephson
+from .models.ising import ising
 from .models.josephson import escape_times, switching_currents
 from .models.kuramoto import kuramoto
 from .models.langevin import langevin
 
 __version__ = version()
 
-__all__ = ["escape_times", "switching_currents", "josephson", "langevin", "kuramoto", "mc_solve", "mcls", "cluster",
-           "open_dataset", "__version__"]
+__all__ = ["escape_times", "switching_currents", "josephson", "langevin", "kuramoto", "ising", "mc_solve", "mcls",
+           "cluster", "open_dataset", "__version__"]
