@@ -37,9 +37,9 @@ _COUNTS = 3  # per lane: down spins, anti-aligned bonds, flips in the measured s
 _MIN_ITEMS_PER_HALF_SWEEP = 1 << 16
 
 
-def items_per_colour(kind: str, L: int, S: int) -> int:
-    """Update items per colour of one group: words (multi-spin) or quads of sites (int8)."""
-    return L * S if kind == "multispin" else L * ((S + 3) // 4)
+def items_per_row(kind: str, S: int) -> int:
+    """Update items per row of one colour: words (multi-spin) or quads of sites (int8)."""
+    return S if kind == "multispin" else (S + 3) // 4
 
 
 @metropolis.jit
@@ -85,13 +85,14 @@ def _add_lanes(counts, g, q, w, weight):
 @numba.njit
 def _measure_words(lattice, g, L, S, strips, counts):
     base = g * 2 * L * S
-    for k in range(L * S):
-        ones, twos, fours = metropolis.anti_aligned(lattice, base, k, L, S, strips)
-        _add_lanes(counts, g, 1, ones, 1)
-        _add_lanes(counts, g, 1, twos, 2)
-        _add_lanes(counts, g, 1, fours, 4)
-        _add_lanes(counts, g, 0, lattice[base + k], 1)
-        _add_lanes(counts, g, 0, lattice[base + L * S + k], 1)
+    for y in range(L):
+        for j in range(S):
+            ones, twos, fours = metropolis.anti_aligned(lattice, base, y, j, L, S, strips)
+            _add_lanes(counts, g, 1, ones, 1)
+            _add_lanes(counts, g, 1, twos, 2)
+            _add_lanes(counts, g, 1, fours, 4)
+            _add_lanes(counts, g, 0, lattice[base + y * S + j], 1)
+            _add_lanes(counts, g, 0, lattice[base + (L + y) * S + j], 1)
 
 
 @numba.njit
@@ -132,7 +133,7 @@ def cpu_runner(kind: str):
             metropolis.record(bins, series, s, i, n_measurements, L * L, down, anti, n_flips)
 
     @numba.njit(parallel=True)
-    def run_groups(lattice, thr, group0, seed, key, L, S, strips, spg, span, n_systems, therm, sweeps, every, items,
+    def run_groups(lattice, thr, group0, seed, key, L, S, strips, spg, span, n_systems, therm, sweeps, every, row,
                    bins, series):
         # Many groups: each thread runs whole groups through the whole schedule.
         per_group = 2 * L * S
@@ -143,22 +144,24 @@ def cpu_runner(kind: str):
             for t in range(therm + sweeps):
                 measured = t >= therm and (t - therm + 1) % every == 0
                 for c in range(2):
-                    for k in range(items):
-                        f = update(lattice, g * per_group, g * stride, c, k, L, S, strips, thr, seed, key,
-                                   np.uint32(2 * t + c), group0 + g)
-                        if measured:
-                            add_flips(counts, g, f)
+                    for y in range(L):
+                        for q in range(row):
+                            f = update(lattice, g * per_group, g * stride, c, y, q, L, S, strips, thr, seed, key,
+                                       np.uint32(2 * t + c), group0 + g)
+                            if measured:
+                                add_flips(counts, g, f)
                 if measured:
                     measure_and_record(lattice, g, g + 1, L, S, strips, spg, span, n_systems, counts, i,
                                        sweeps // every, bins, series)
                     i += 1
 
     @numba.njit(parallel=True)
-    def run_items(lattice, thr, group0, seed, key, L, S, strips, spg, span, n_systems, therm, sweeps, every, items,
+    def run_items(lattice, thr, group0, seed, key, L, S, strips, spg, span, n_systems, therm, sweeps, every, row,
                   bins, series):
         # Few large lattices: the items of each half-sweep are spread over the threads.
         per_group = 2 * L * S
         n_groups = lattice.size // per_group
+        items = L * row
         flips = np.zeros(n_groups * items, dtype=np.uint32)
         counts = np.zeros((n_groups, 32, _COUNTS), dtype=np.int64)
         i = 0
@@ -167,8 +170,9 @@ def cpu_runner(kind: str):
             for c in range(2):
                 for item in numba.prange(n_groups * items):
                     g = item // items
-                    flips[item] = update(lattice, g * per_group, g * stride, c, item - g * items, L, S, strips, thr,
-                                         seed, key, np.uint32(2 * t + c), group0 + g)
+                    y = (item - g * items) // row
+                    flips[item] = update(lattice, g * per_group, g * stride, c, y, item - g * items - y * row, L, S,
+                                         strips, thr, seed, key, np.uint32(2 * t + c), group0 + g)
                 if measured:
                     for g in numba.prange(n_groups):
                         for k in range(items):
@@ -185,7 +189,7 @@ def cpu_runner(kind: str):
         many = n_groups >= numba.config.NUMBA_NUM_THREADS or n_groups * L * S < _MIN_ITEMS_PER_HALF_SWEEP
         (run_groups if many else run_items)(
             lattice, thr, np.uint32(group0), np.uint32(seed), np.uint32(key), L, S, strips, spg, span, n_systems,
-            therm, sweeps, every, items_per_colour(kind, L, S), bins, series)
+            therm, sweeps, every, items_per_row(kind, S), bins, series)
 
     run.modes = (run_groups, run_items)
     return run
@@ -193,7 +197,9 @@ def cpu_runner(kind: str):
 
 # --------------------------------------------------------------------------- CUDA
 
-_THREADS = 256
+_MAX_GRID_Z = 65535
+#: Threads per resident block (more would exceed the registers a block may use).
+_RESIDENT_THREADS = 256
 _ALL_LANES = 0xFFFFFFFF
 _TRANSPOSE = ((16, 0x0000FFFF), (8, 0x00FF00FF), (4, 0x0F0F0F0F), (2, 0x33333333), (1, 0x55555555))
 
@@ -213,7 +219,7 @@ def _lane_count_device():
     if simulating_cuda():
         @cuda.jit(device=True)
         def exchange(w, j, buf):
-            t = cuda.threadIdx.x
+            t = cuda.threadIdx.y * cuda.blockDim.x + cuda.threadIdx.x
             buf[t] = w
             cuda.syncthreads()
             other = buf[t ^ j]
@@ -222,7 +228,8 @@ def _lane_count_device():
     else:
         @cuda.jit(device=True)
         def exchange(w, j, buf):
-            return cuda.shfl_xor_sync(_ALL_LANES, w, j)
+            # shfl_xor_sync takes signed or 64-bit words: move the bits as int32
+            return np.uint32(cuda.shfl_xor_sync(_ALL_LANES, np.int32(w), j))
 
     @cuda.jit(device=True)
     def swap(w, lane, j, mask, buf):
@@ -251,22 +258,23 @@ def cuda_runner(kind: str):
     sim = simulating_cuda()
     view = _simulator_view if sim else _identity
     update = metropolis.update_word if multispin else metropolis.update_quad
-    if not sim:
-        update = cuda.jit(device=True)(update)
+    if not sim:  # a device function from the Python source (wrapping the CPU dispatcher
+        # itself can bind a CUDA call to a CPU overload of the same signature)
+        update = cuda.jit(device=True)(update.py_func)
     stride = metropolis.THRESHOLD_STRIDE[kind]
     lane_count = _lane_count_device()
     buf_size = 1024 if simulating_cuda() else 1
 
     @cuda.jit
-    def half_sweep(lattice, thr, c, items, padded, n_groups, L, S, strips, seed, key, hs, group0, count, counts):
+    def half_sweep(lattice, thr, c, row, g0, n_groups, L, S, strips, seed, key, hs, group0, count, counts):
+        # Grid (items of a row / 32, L / 8, groups), blocks (32, 8): a warp is one stretch of a row.
         buf = cuda.shared.array(buf_size, dtype=numba.uint32)
         lattice, thr = view(lattice), view(thr)
-        tid = cuda.grid(1)
-        g = tid // padded
-        k = tid - g * padded
+        q, y = cuda.grid(2)
+        g = g0 + cuda.blockIdx.z
         f = np.uint32(0)
-        if g < n_groups and k < items:
-            f = np.uint32(update(lattice, g * 2 * L * S, g * stride, c, k, L, S, strips, thr, seed, key, hs,
+        if g < n_groups and q < row and y < L:
+            f = np.uint32(update(lattice, g * 2 * L * S, g * stride, c, y, q, L, S, strips, thr, seed, key, hs,
                                  group0 + g))
         if count:
             if multispin:
@@ -277,27 +285,27 @@ def cuda_runner(kind: str):
                 cuda.atomic.add(counts, (g, 0, 2), np.int64(f))
 
     @cuda.jit
-    def measure(lattice, padded, n_groups, L, S, strips, counts):
+    def measure(lattice, row, g0, n_groups, L, S, strips, counts):
+        # The grid of half_sweep; int8 takes whole rows (``row = 1``).
         buf = cuda.shared.array(buf_size, dtype=numba.uint32)
         lattice = view(lattice)
-        tid = cuda.grid(1)
-        g = tid // padded
-        k = tid - g * padded
+        j, y = cuda.grid(2)
+        g = g0 + cuda.blockIdx.z
         base = g * 2 * L * S
         if multispin:
             ones = twos = fours = black = white = np.uint32(0)
-            if g < n_groups and k < L * S:
-                ones, twos, fours = metropolis.anti_aligned(lattice, base, k, L, S, strips)
-                black = lattice[base + k]
-                white = lattice[base + L * S + k]
+            if g < n_groups and j < S and y < L:
+                ones, twos, fours = metropolis.anti_aligned(lattice, base, y, j, L, S, strips)
+                black = lattice[base + y * S + j]
+                white = lattice[base + (L + y) * S + j]
             anti = lane_count(ones, buf) + 2 * lane_count(twos, buf) + 4 * lane_count(fours, buf)
             down = lane_count(black ^ white, buf) + 2 * lane_count(black & white, buf)
             if g < n_groups:
                 lane = cuda.threadIdx.x & 31
                 cuda.atomic.add(counts, (g, lane, 0), np.int64(down))
                 cuda.atomic.add(counts, (g, lane, 1), np.int64(anti))
-        elif g < n_groups and k < L:
-            down, anti = metropolis.site_counts(lattice, base, k, L, S)
+        elif g < n_groups and j == 0 and y < L:
+            down, anti = metropolis.site_counts(lattice, base, y, L, S)
             cuda.atomic.add(counts, (g, 0, 0), np.int64(down))
             cuda.atomic.add(counts, (g, 0, 1), np.int64(anti))
 
@@ -334,11 +342,12 @@ def cuda_runner(kind: str):
             flips = 0
             for c in range(2):
                 for r in range(rounds):
-                    k = r * nt + tid
+                    k = np.uint32(r * nt + tid)
                     f = np.uint32(0)
                     if k < words:
-                        f = np.uint32(update(sh, 0, g * 64, c, k, L, S, False, thr, seed, key, np.uint32(2 * t + c),
-                                             group0 + g))
+                        y = k // np.uint32(S)  # 32-bit division: far cheaper than 64-bit on a GPU
+                        f = np.uint32(update(sh, 0, g * 64, c, y, k - y * np.uint32(S), L, S, False, thr, seed, key,
+                                             np.uint32(2 * t + c), group0 + g))
                     if measured:
                         flips += lane_count(f, buf)
                 cuda.syncthreads()
@@ -346,10 +355,11 @@ def cuda_runner(kind: str):
                 down = 0
                 anti = 0
                 for r in range(rounds):
-                    k = r * nt + tid
+                    k = np.uint32(r * nt + tid)
                     ones = twos = fours = black = white = np.uint32(0)
                     if k < words:
-                        ones, twos, fours = metropolis.anti_aligned(sh, 0, k, L, S, False)
+                        y = k // np.uint32(S)
+                        ones, twos, fours = metropolis.anti_aligned(sh, 0, y, k - y * np.uint32(S), L, S, False)
                         black = sh[k]
                         white = sh[words + k]
                     anti += lane_count(ones, buf) + 2 * lane_count(twos, buf) + 4 * lane_count(fours, buf)
@@ -375,7 +385,7 @@ def cuda_runner(kind: str):
     def run(lattice, thr, group0, seed, key, geometry, schedule, bins, series):
         L, S, strips, spg, span, n_systems = geometry
         therm, sweeps, every = schedule
-        n_groups = lattice.size // (2 * L * S)
+        n_groups = int(lattice.size // (2 * L * S))
         seed, key, group0 = np.uint32(seed), np.uint32(key), np.uint32(group0)
         with _out_of_memory_as_memory_error(f"{n_groups} groups of {L} x {L} lattices"):
             d_lattice, d_thr, d_bins, d_series = (cuda.to_device(a) for a in (lattice, thr, bins, series))
@@ -384,7 +394,7 @@ def cuda_runner(kind: str):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", numba.core.errors.NumbaPerformanceWarning)
             if multispin and not strips and L <= RESIDENT_MAX_L:
-                threads = min(1024, -(-(L * S) // 32) * 32)
+                threads = min(_RESIDENT_THREADS, -(-(L * S) // 32) * 32)
                 resident[n_groups, threads, stream, 8 * L * S](d_lattice, d_thr, group0, seed, key, L, S, therm,
                                                                sweeps, every, n_systems, d_bins, d_series)
             else:
@@ -395,7 +405,7 @@ def cuda_runner(kind: str):
                     measured = t >= therm and (t - therm + 1) % every == 0
                     sweep(t, measured)
                     if measured:
-                        record[-(-n_systems // 128), 128, stream](d_counts, i, sweeps // every, L * L, spg, span,
+                        record[-(-int(n_systems) // 128), 128, stream](d_counts, i, sweeps // every, L * L, spg, span,
                                                                   n_systems, d_bins, d_series)
                         i += 1
         for host, device in ((lattice, d_lattice), (bins, d_bins), (series, d_series)):
@@ -405,17 +415,18 @@ def cuda_runner(kind: str):
 
     def launch(stream, d_lattice, d_thr, d_counts, n_groups, L, S, strips, seed, key, group0, t, measured):
         """Sweep ``t`` (two half-sweep launches), then the measurement counts if ``measured``."""
-        threads = 32 if simulating_cuda() else _THREADS
-        items = items_per_colour(kind, L, S)
-        padded = -(-items // 32) * 32
-        for c in range(2):
-            half_sweep[-(-(n_groups * padded) // threads), threads, stream](
-                d_lattice, d_thr, c, items, padded, n_groups, L, S, strips, seed, key, np.uint32(2 * t + c), group0,
-                measured, d_counts)
-        if measured:
-            padded = -(-(L * S if multispin else L) // 32) * 32
-            measure[-(-(n_groups * padded) // threads), threads, stream](d_lattice, padded, n_groups, L, S, strips,
-                                                                        d_counts)
+        block = (32, 2) if simulating_cuda() else (32, 8)
+        for g0 in range(0, n_groups, _MAX_GRID_Z):
+            z = min(_MAX_GRID_Z, n_groups - g0)
+            row = items_per_row(kind, S)
+            grid = (-(-row // 32), -(-L // block[1]), z)
+            for c in range(2):
+                half_sweep[grid, block, stream](d_lattice, d_thr, c, row, g0, n_groups, L, S, strips, seed, key,
+                                                np.uint32(2 * t + c), group0, measured, d_counts)
+            if measured:
+                row = S if multispin else 1
+                grid = (-(-row // 32), -(-L // block[1]), z)
+                measure[grid, block, stream](d_lattice, row, g0, n_groups, L, S, strips, d_counts)
 
     run.kernels = (half_sweep, measure, record, resident)
     return run

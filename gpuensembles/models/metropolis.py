@@ -173,18 +173,16 @@ def accept_lanes(dE4, dE8, thr, tbase, seed, key, half_sweep, site, group):
 
 
 @jit
-def update_word(lat, base, tbase, c, k, L, S, strips, thr, seed, key, half_sweep, group):
-    """Metropolis update of word ``k`` of colour ``c`` of the group stored from ``lat[base]``
+def update_word(lat, base, tbase, c, y, j, L, S, strips, thr, seed, key, half_sweep, group):
+    """Metropolis update of word ``(y, j)`` of colour ``c`` of the group stored from ``lat[base]``
     (thresholds from ``thr[tbase]``); returns the flipped lanes."""
-    y = k // S
-    j = k - y * S
     up, down, same, side, wrapped = neighbours(lat, base, c, y, j, L, S)
     if strips and wrapped != 0:
         side = _across_strips(side, wrapped)
     w = base + _row(c, y, L, S) + j
     s = lat[w]
     two_or_more, dE4, dE8 = classify(s, up, down, same, side)
-    flip = np.uint32(two_or_more | accept_lanes(dE4, dE8, thr, tbase, seed, key, half_sweep, k, group))
+    flip = np.uint32(two_or_more | accept_lanes(dE4, dE8, thr, tbase, seed, key, half_sweep, y * S + j, group))
     lat[w] = np.uint32(s ^ flip)
     return flip
 
@@ -202,15 +200,13 @@ def _update_site(lat, base, c, y, h, L, S, p4, p8, u):
 
 
 @jit
-def update_quad(lat, base, tbase, c, k, L, S, strips, thr, seed, key, half_sweep, group):
-    """int8 update of sites ``4q .. 4q + 3`` of row ``y`` (``k = y Q + q``, ``Q = ceil(S/4)``)
-    of colour ``c``; returns the number of flips. ``strips`` is unused."""
-    quads = (S + 3) // 4
-    y = k // quads
-    h = 4 * (k - y * quads)
+def update_quad(lat, base, tbase, c, y, q, L, S, strips, thr, seed, key, half_sweep, group):
+    """int8 update of sites ``4q .. 4q + 3`` of row ``y`` of colour ``c``; returns the number
+    of flips. ``strips`` is unused."""
+    h = 4 * q
     p4 = thr[tbase]
     p8 = thr[tbase + 1]
-    r0, r1, r2, r3 = philox4x32(half_sweep, 0, k, group, seed, key)
+    r0, r1, r2, r3 = philox4x32(half_sweep, 0, y * ((S + 3) // 4) + q, group, seed, key)
     flips = _update_site(lat, base, c, y, h, L, S, p4, p8, r0)
     if h + 1 < S:
         flips += _update_site(lat, base, c, y, h + 1, L, S, p4, p8, r1)
@@ -222,10 +218,8 @@ def update_quad(lat, base, tbase, c, k, L, S, strips, thr, seed, key, half_sweep
 
 
 @jit
-def anti_aligned(lat, base, k, L, S, strips):
-    """Bit planes ``(ones, twos, fours)`` of the number of anti-aligned neighbours of black word ``k``."""
-    y = k // S
-    j = k - y * S
+def anti_aligned(lat, base, y, j, L, S, strips):
+    """Bit planes ``(ones, twos, fours)`` of the number of anti-aligned neighbours of black word ``(y, j)``."""
     up, down, same, side, wrapped = neighbours(lat, base, 0, y, j, L, S)
     if strips and wrapped != 0:
         side = _across_strips(side, wrapped)

@@ -1,0 +1,106 @@
+"""2D Ising Metropolis: spin-flip attempts per nanosecond (flips/ns).
+
+asv runs the ``track_*`` methods; ``python -m benchmarks.bench_ising [--quick]`` prints a
+table: the multi-spin kernel on one large lattice and on 32 of them, the int8 reference
+kernel on the same lattices (the baseline, same run), and ensemble mode (thousands of
+64 x 64 lattices over a beta grid, one launch).
+
+Rates are differences of two whole ``ising`` calls that differ only in ``sweeps``, so
+set-up, the initial configuration and transfers cancel; one measurement per call (at the
+end), so the figure is the update rate.
+"""
+
+import argparse
+import time
+
+import numpy as np
+
+import gpuensembles as ge
+from gpuensembles import theory
+
+from .bench_escape_times import gpu_available
+
+BETA = float(theory.ISING_BETA_C)
+#: name: (kernel, L, betas, realizations, sweeps) on a GPU
+CASES = {
+    "multispin, one lattice": ("multispin", 16384, 1, 1, 400),
+    "multispin, 32 lattices": ("multispin", 4096, 1, 32, 400),
+    "int8, one lattice": ("int8", 16384, 1, 1, 100),
+    "int8, 32 lattices": ("int8", 4096, 1, 32, 100),
+    "ensemble, 64x64": ("multispin", 64, 64, 128, 4000),
+}
+CPU_CASES = {
+    "multispin, 32 lattices": ("multispin", 256, 1, 32, 40),
+    "int8, 32 lattices": ("int8", 256, 1, 32, 10),
+    "ensemble, 64x64": ("multispin", 64, 8, 32, 200),
+}
+
+
+def seconds(kernel, L, n_beta, realizations, sweeps, backend):
+    beta = np.linspace(0.3, 0.5, n_beta) if n_beta > 1 else BETA
+    t0 = time.perf_counter()
+    ds = ge.ising(L=L, beta=beta, sweeps=sweeps, measure_every=sweeps, realizations=realizations, kernel=kernel,
+                  seed=1, backend=backend, progress=False)
+    elapsed = time.perf_counter() - t0
+    e = ds.bin_e.values
+    assert np.all((e >= -2) & (e <= 2)), "energies per spin must lie in [-2, 2]"
+    return elapsed
+
+
+def flips_per_ns(kernel, L, n_beta, realizations, sweeps, backend="cuda"):
+    """Spin-flip attempts per ns: ``(sweeps - sweeps/4) * n_lattices * L^2`` over the time difference."""
+    seconds(kernel, L, n_beta, realizations, 2, backend)  # compile and warm up
+    short = seconds(kernel, L, n_beta, realizations, sweeps // 4, backend)
+    long = seconds(kernel, L, n_beta, realizations, sweeps, backend)
+    return n_beta * realizations * L * L * (sweeps - sweeps // 4) / (long - short) / 1e9
+
+
+class IsingThroughput:
+    """Flip attempts per ns of the multi-spin and int8 kernels and of ensemble mode."""
+
+    timeout = 600
+    params = (["cuda", "cpu"], list(CASES))
+    param_names = ("backend", "case")
+
+    def setup(self, backend, case):
+        if backend == "cuda" and not gpu_available():
+            raise NotImplementedError("no GPU")
+        if backend == "cpu" and case not in CPU_CASES:
+            raise NotImplementedError("GPU-sized case")
+
+    def track_flips_per_ns(self, backend, case):
+        return flips_per_ns(*(CASES if backend == "cuda" else CPU_CASES)[case], backend=backend)
+
+    track_flips_per_ns.unit = "flips/ns"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="CPU-sized cases (no GPU needed)")
+    args = parser.parse_args()
+    backend = "cpu" if args.quick or not gpu_available() else "cuda"
+    cases = CPU_CASES if backend == "cpu" else CASES
+    from gpuensembles import _backend
+
+    print(f"device: {_backend.device_name(backend)}")
+    print(f"{'case':<26}{'kernel':>10}{'L':>7}{'lattices':>10}{'flips/ns':>11}")
+    rates = {}
+    for name, (kernel, L, n_beta, realizations, sweeps) in cases.items():
+        rates[name] = flips_per_ns(kernel, L, n_beta, realizations, sweeps, backend)
+        print(f"{name:<26}{kernel:>10}{L:>7}{n_beta * realizations:>10}{rates[name]:>11.1f}", flush=True)
+    if backend == "cuda":
+        from gpuensembles._backend import lattices
+
+        for kind in lattices.KINDS:
+            regs = {k.py_func.__name__: next(iter(k.get_regs_per_thread().values()), None)
+                    for k in lattices.cuda_runner(kind).kernels if k.overloads}
+            print(f"registers per thread ({kind}): {regs}")
+    best = max(rates[k] for k in rates if k.startswith("multispin"))
+    print(f"ensemble / best large-lattice multi-spin rate: {rates['ensemble, 64x64'] / best:.0%}")
+    for n in ("one lattice", "32 lattices"):
+        if f"int8, {n}" in rates and f"multispin, {n}" in rates:
+            print(f"multi-spin / int8 ({n}): {rates[f'multispin, {n}'] / rates[f'int8, {n}']:.1f}x")
+
+
+if __name__ == "__main__":
+    main()
