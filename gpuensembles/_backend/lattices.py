@@ -265,16 +265,27 @@ def cuda_runner(kind: str):
     lane_count = _lane_count_device()
     buf_size = 1024 if simulating_cuda() else 1
 
+    @cuda.jit(device=True)
+    def load_thresholds(planes, thr, g, n_groups):
+        # The block's group's thresholds, read once into shared memory.
+        if g < n_groups:
+            for t in range(cuda.threadIdx.y * cuda.blockDim.x + cuda.threadIdx.x, stride,
+                           cuda.blockDim.x * cuda.blockDim.y):
+                planes[t] = thr[g * stride + t]
+        cuda.syncthreads()
+
     @cuda.jit
     def half_sweep(lattice, thr, c, row, g0, n_groups, L, S, strips, seed, key, hs, group0, count, counts):
         # Grid (items of a row / 32, L / 8, groups), blocks (32, 8): a warp is one stretch of a row.
         buf = cuda.shared.array(buf_size, dtype=numba.uint32)
+        planes = cuda.shared.array(64, dtype=numba.uint32)
         lattice, thr = view(lattice), view(thr)
         q, y = cuda.grid(2)
         g = g0 + cuda.blockIdx.z
+        load_thresholds(planes, thr, g, n_groups)
         f = np.uint32(0)
         if g < n_groups and q < row and y < L:
-            f = np.uint32(update(lattice, g * 2 * L * S, g * stride, c, y, q, L, S, strips, thr, seed, key, hs,
+            f = np.uint32(update(lattice, g * 2 * L * S, 0, c, y, q, L, S, strips, planes, seed, key, hs,
                                  group0 + g))
         if count:
             if multispin:
@@ -323,11 +334,13 @@ def cuda_runner(kind: str):
         sh = cuda.shared.array(0, dtype=numba.uint32)
         tally = cuda.shared.array((_COUNTS, 32), dtype=numba.int32)
         buf = cuda.shared.array(buf_size, dtype=numba.uint32)
+        planes = cuda.shared.array(64, dtype=numba.uint32)
         thr, bins, series = view(thr), view(bins), view(series)
         g = cuda.blockIdx.x
         tid = cuda.threadIdx.x
         nt = cuda.blockDim.x
         words = L * S
+        load_thresholds(planes, thr, g, g + 1)
         for i in range(tid, 2 * words, nt):
             sh[i] = lattice[g * 2 * words + i]
         if tid < 32:
@@ -346,7 +359,7 @@ def cuda_runner(kind: str):
                     f = np.uint32(0)
                     if k < words:
                         y = k // np.uint32(S)  # 32-bit division: far cheaper than 64-bit on a GPU
-                        f = np.uint32(update(sh, 0, g * 64, c, y, k - y * np.uint32(S), L, S, False, thr, seed, key,
+                        f = np.uint32(update(sh, 0, 0, c, y, k - y * np.uint32(S), L, S, False, planes, seed, key,
                                              np.uint32(2 * t + c), group0 + g))
                     if measured:
                         flips += lane_count(f, buf)
