@@ -11,6 +11,8 @@ Examples::
         --steps 200000 --transient 20000 --realizations 4096 -o v.nc
     gpuensembles kuramoto --N 1048576 --K 4 --width 1 --h 0.01 --steps 2000 --sample-every 20 \\
         -o r.nc --plot r.png
+    gpuensembles ising --L 16 32 64 --beta 0.40 0.42 0.44 0.46 0.48 --sweeps 20000 \
+        --thermalization 2000 --realizations 32 -o ising.nc --plot binder.png
 
 Any parameter option takes several values (``--D 0.004 0.008 0.012``), which become a
 dimension of the output. A progress bar runs on stderr, and a one-screen summary
@@ -175,6 +177,23 @@ def _add_kuramoto(sub):
     p.set_defaults(run=_run_kuramoto, summary=_kuramoto_summary, plot=_kuramoto_plot)
 
 
+def _add_ising(sub):
+    from .models import ising
+
+    p = _subcommand(sub, "ising", ising.ising, "2D Ising model, checkerboard Metropolis (multi-spin coded)")
+    p.add_argument("--L", type=int, nargs="+", required=True, help="lattice size(s), even")
+    _parameter(p, "beta", "inverse temperature J / k_B T", required=True)
+    p.add_argument("--sweeps", type=int, required=True, help="measured sweeps per chain")
+    p.add_argument("--thermalization", type=int, default=0, help="sweeps discarded first")
+    p.add_argument("--realizations", type=int, default=1, help="independent chains per (L, beta)")
+    p.add_argument("--measure-every", type=int, default=1, help="sweeps between measurements")
+    p.add_argument("--bins", type=int, help="bins of consecutive measurements kept per chain (default 64)")
+    p.add_argument("--start", choices=ising.STARTS, default="hot")
+    p.add_argument("--kernel", choices=ising.KERNELS, default="multispin")
+    _add_run_options(p, "groups of lattices")
+    p.set_defaults(run=_run_ising, summary=_ising_summary, plot=_ising_plot)
+
+
 def _run_kwargs(args):
     return dict(seed=args.seed, backend=args.backend, chunks=args.chunks, progress=not args.no_progress)
 
@@ -203,6 +222,16 @@ def _run_kuramoto(args):
     return ds, time.perf_counter() - t0
 
 
+def _run_ising(args):
+    from .models.ising import ising
+
+    t0 = time.perf_counter()
+    ds = ising(L=_values(args.L), beta=_values(args.beta), sweeps=args.sweeps, thermalization=args.thermalization,
+               realizations=args.realizations, measure_every=args.measure_every, bins=args.bins, start=args.start,
+               kernel=args.kernel, **_run_kwargs(args))
+    return ds, time.perf_counter() - t0
+
+
 def _header(ds, seconds, work, unit, output):
     print(f"gpuensembles {__version__} | {ds.attrs['model']} | backend {ds.attrs['backend']} on {ds.attrs['device']}")
     print(f"seed {ds.attrs['seed']} | {work:.3e} {unit} in {seconds:.2f} s ({work / seconds:.3e} {unit}/s) -> {output}")
@@ -221,6 +250,35 @@ def _kuramoto_summary(ds, seconds, output):
     final = ds.r.isel(time=-1).mean("realization").rename("r at the end")
     print(final.to_dataframe().to_string(float_format=lambda x: f"{x:.6g}") if final.ndim else
           f"r at the end {float(final):.6g}")
+
+
+def _ising_summary(ds, seconds, output):
+    sweeps = int(ds.attrs["sweeps"]) + int(ds.attrs["thermalization"])
+    flips = sum(int(L) ** 2 for L in np.atleast_1d(ds.L.values)) * ds.beta.size * ds.realization.size * sweeps
+    _header(ds, seconds, flips, "spin flips", output)
+    table = ds.ising.energy().rename(mean="e", stderr="e stderr").merge(
+        ds.ising.specific_heat().rename(mean="c", stderr="c stderr")).merge(
+        ds.ising.binder().rename(mean="U4", stderr="U4 stderr")).merge(ds.ising.exact().rename(
+            energy="e exact", specific_heat="c exact"))
+    print(table.to_dataframe().to_string(float_format=lambda x: f"{x:.6g}") if table["e"].ndim else
+          ", ".join(f"{k} {float(v):.6g}" for k, v in table.data_vars.items()))
+
+
+def _ising_plot(ds, path):
+    """Binder cumulant over beta, one curve per L, and beta_c."""
+    _use_agg()
+    import matplotlib.pyplot as plt
+
+    from .analysis.plots import plot_field, save
+    from .theory import ISING_BETA_C
+
+    binder = ds.ising.binder()["mean"]
+    if "beta" not in binder.dims:
+        return save(plot_field(binder), path)
+    ax = plt.subplots()[1]
+    binder.plot.line(ax=ax, x="beta", hue="L" if "L" in binder.dims else None, marker="o")
+    ax.axvline(ISING_BETA_C, color="k", lw=0.8, ls=":", label="beta_c")
+    save(ax, path)
 
 
 def _langevin_plot(ds, path):
@@ -452,6 +510,7 @@ def main(argv=None):
     _add_mc_solve(sub)
     _add_langevin(sub)
     _add_kuramoto(sub)
+    _add_ising(sub)
     args = parser.parse_args(argv)
     client = None
     try:

@@ -50,3 +50,11 @@ KURAMOTO = {
                **({"K": 2.0} if path == "mean-field" else {"coupling": np.full((18, 18), 2.0 / 18)}))
     for path in ("mean-field", "matrix")
 }
+
+#: Ising cases for the simulator: the resident multi-spin kernel, the launched one (with
+#: ``RESIDENT_MAX_L`` lowered to 0), and int8; L = 6 leaves a partial warp of words.
+ISING = {
+    path: dict(L=[4, 6], beta=[0.3, 0.5], sweeps=4, thermalization=1, measure_every=2, bins=2, realizations=3,
+               series=True, snapshot=True, seed=7, kernel="int8" if path == "int8" else "multispin", progress=False)
+    for path in ("resident", "launched", "int8")
+}

@@ -14,7 +14,8 @@ assert os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
 
 import gpuensembles as ge  # noqa: E402
 from gpuensembles import _backend, rng  # noqa: E402
-from tests import KURAMOTO, LANGEVIN  # noqa: E402
+from gpuensembles._backend import lattices  # noqa: E402
+from tests import ISING, KURAMOTO, LANGEVIN  # noqa: E402
 
 cuda = _backend._cuda()
 
@@ -68,12 +69,23 @@ def kuramoto(path):
     return {"r": ds.r.values.tolist(), "density": ds.density.values.tolist(), "device": ds.attrs["device"]}
 
 
+RESIDENT_MAX_L = lattices.RESIDENT_MAX_L
+
+
+def ising(path):
+    lattices.RESIDENT_MAX_L = 0 if path == "launched" else RESIDENT_MAX_L
+    ds = ge.ising(backend="cuda", **ISING[path])
+    return {name: ds[name].values.tolist() for name in ds.data_vars} | {"device": ds.attrs["device"]}
+
+
 if __name__ == "__main__":
     result = {"draws": draws(), "mcls-adjoint": mcls("adjoint"), "mcls-forward": mcls("forward")}
     for model, integrator in (("underdamped", "srk2"), ("overdamped", "srk2"), ("underdamped", "euler")):
         result[f"langevin-{model}-{integrator}"] = langevin(model, integrator)
     for path in KURAMOTO:
         result[f"kuramoto-{path}"] = kuramoto(path)
+    for path in ISING:
+        result[f"ising-{path}"] = ising(path)
     for model in ("underdamped", "overdamped"):
         for dtype in ("float32", "float64"):
             result[f"{model}-{dtype}"] = escape(model, dtype)

@@ -61,3 +61,14 @@ def test_mcls_benchmarks_run_small(capsys):
     bench_mcls.main(["--quick"])
     out = capsys.readouterr().out
     assert "gpuensembles cpu adjoint collision" in out and "scipy.sparse.linalg.cg" in out
+
+
+def test_ising_benchmarks_run_small(monkeypatch):
+    from benchmarks import bench_ising
+
+    monkeypatch.setitem(bench_ising.CPU_CASES, "ensemble, 64x64", ("multispin", 64, 2, 32, 40))
+    bench = bench_ising.IsingThroughput()
+    bench.setup("cpu", "ensemble, 64x64")
+    assert bench.track_flips_per_ns("cpu", "ensemble, 64x64") > 0
+    with pytest.raises(NotImplementedError):  # GPU-sized cases are not run on the CPU
+        bench.setup("cpu", "multispin, one lattice")

@@ -13,7 +13,7 @@ import pytest
 import gpuensembles as ge
 from gpuensembles import rng
 
-from . import KURAMOTO, LANGEVIN
+from . import ISING, KURAMOTO, LANGEVIN
 
 HERE = Path(__file__).parent
 
@@ -81,3 +81,14 @@ def test_simulator_kuramoto_equals_cpu(simulated, path):
     # the simulator's block tree adds the partial sums in another order than the CPU tiles
     np.testing.assert_allclose(sim["r"], cpu.r.values, rtol=1e-5)
     assert sim["density"] == cpu.density.values.tolist()
+
+
+@pytest.mark.parametrize("path", list(ISING))
+def test_simulator_ising_equals_cpu_bit_for_bit(simulated, path):
+    # Integer-only arithmetic: every path must reproduce the CPU chains exactly.
+    cpu = ge.ising(backend="cpu", **ISING[path])
+    sim = simulated[f"ising-{path}"]
+    assert sim.pop("device") == "CUDA simulator"
+    assert set(sim) == set(cpu.data_vars)
+    for name, values in sim.items():
+        np.testing.assert_array_equal(np.asarray(values), cpu[name].values, err_msg=name)

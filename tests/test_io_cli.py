@@ -135,3 +135,17 @@ def test_langevin_and_kuramoto_commands(tmp_path, capsys):
         cli.main(["kuramoto", "--N", "1", "--K", "2", "--h", "0.01", "--steps", "20", "--sample-every", "10",
                   "-o", str(out)])
     assert exc.value.code == 2
+
+
+def test_ising_command(tmp_path, capsys):
+    out = tmp_path / "ising.nc"
+    assert cli.main(["ising", "--L", "4", "8", "--beta", "0.3", "0.5", "--sweeps", "40", "--realizations", "4",
+                     "--bins", "4", "--seed", "2", "--backend", "cpu", "-o", str(out), "--plot",
+                     str(tmp_path / "u.png"), "--no-progress"]) == 0
+    direct = ge.ising(L=[4, 8], beta=[0.3, 0.5], sweeps=40, realizations=4, bins=4, seed=2, backend="cpu",
+                      progress=False)
+    np.testing.assert_array_equal(ge.open_dataset(out).bin_e.values, direct.bin_e.values)
+    assert "e exact" in capsys.readouterr().out and (tmp_path / "u.png").stat().st_size > 0
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["ising", "--L", "5", "--beta", "0.3", "--sweeps", "10", "-o", str(out)])
+    assert exc.value.code == 2
