@@ -126,13 +126,21 @@ def _across_strips(w, wrapped):
 
 
 @jit
-def classify(s, n0, n1, n2, n3):
-    """Bit-sliced count of anti-aligned neighbours: lanes with >= 2 (``dE <= 0``), exactly 1
-    (``dE = 4``) and none (``dE = 8``)."""
-    x0 = np.uint32(s ^ n0)
-    x1 = np.uint32(s ^ n1)
-    x2 = np.uint32(s ^ n2)
-    x3 = np.uint32(s ^ n3)
+def _word_and_neighbours(lat, base, c, y, j, L, S, strips):
+    """Index, word and the four neighbour words of word ``(y, j)`` of colour ``c``, each
+    neighbour XORed with the word (bit set = anti-aligned pair)."""
+    up, down, same, side, wrapped = neighbours(lat, base, c, y, j, L, S)
+    if strips and wrapped != 0:
+        side = _across_strips(side, wrapped)
+    w = _U(base + _row(c, y, L, S) + j)
+    s = lat[w]
+    return w, s, np.uint32(s ^ up), np.uint32(s ^ down), np.uint32(s ^ same), np.uint32(s ^ side)
+
+
+@jit
+def classify(x0, x1, x2, x3):
+    """Bit-sliced count of anti-aligned neighbours (``x_i`` = word XOR neighbour ``i``): lanes
+    with >= 2 (``dE <= 0``), exactly 1 (``dE = 4``) and none (``dE = 8``)."""
     a = np.uint32(x0 ^ x1)
     b = np.uint32(x0 & x1)
     c = np.uint32(x2 ^ x3)
@@ -176,12 +184,8 @@ def accept_lanes(dE4, dE8, thr, tbase, seed, key, half_sweep, site, group):
 def update_word(lat, base, tbase, c, y, j, L, S, strips, thr, seed, key, half_sweep, group):
     """Metropolis update of word ``(y, j)`` of colour ``c`` of the group stored from ``lat[base]``
     (thresholds from ``thr[tbase]``); returns the flipped lanes."""
-    up, down, same, side, wrapped = neighbours(lat, base, c, y, j, L, S)
-    if strips and wrapped != 0:
-        side = _across_strips(side, wrapped)
-    w = _U(base + _row(c, y, L, S) + j)
-    s = lat[w]
-    two_or_more, dE4, dE8 = classify(s, up, down, same, side)
+    w, s, x0, x1, x2, x3 = _word_and_neighbours(lat, base, c, y, j, L, S, strips)
+    two_or_more, dE4, dE8 = classify(x0, x1, x2, x3)
     flip = np.uint32(two_or_more | accept_lanes(dE4, dE8, thr, tbase, seed, key, half_sweep, y * S + j, group))
     lat[w] = np.uint32(s ^ flip)
     return flip
@@ -220,14 +224,7 @@ def update_quad(lat, base, tbase, c, y, q, L, S, strips, thr, seed, key, half_sw
 @jit
 def anti_aligned(lat, base, y, j, L, S, strips):
     """Bit planes ``(ones, twos, fours)`` of the number of anti-aligned neighbours of black word ``(y, j)``."""
-    up, down, same, side, wrapped = neighbours(lat, base, 0, y, j, L, S)
-    if strips and wrapped != 0:
-        side = _across_strips(side, wrapped)
-    s = lat[base + _row(0, y, L, S) + j]
-    x0 = np.uint32(s ^ up)
-    x1 = np.uint32(s ^ down)
-    x2 = np.uint32(s ^ same)
-    x3 = np.uint32(s ^ side)
+    _, _, x0, x1, x2, x3 = _word_and_neighbours(lat, base, 0, y, j, L, S, strips)
     a = np.uint32(x0 ^ x1)
     c = np.uint32(x2 ^ x3)
     carry_a = np.uint32(x0 & x1)
