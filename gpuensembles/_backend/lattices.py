@@ -191,7 +191,6 @@ def cpu_runner(kind: str):
             lattice, thr, np.uint32(group0), np.uint32(seed), np.uint32(key), L, S, strips, spg, span, n_systems,
             therm, sweeps, every, items_per_row(kind, S), bins, series)
 
-    run.modes = (run_groups, run_items)
     return run
 
 

@@ -7,6 +7,7 @@ memory does not grow with the number of sweeps.
 """
 
 import functools
+from dataclasses import dataclass
 
 import dask.array as da
 import numpy as np
@@ -36,7 +37,6 @@ _BIN_ATTRS = {
 }
 
 
-@functools.lru_cache(maxsize=None)
 def _rng_text(kernel):
     return (f"Philox4x32-10, key=(seed, L | tag << 28), counter=(half-sweep, block, site, group); {kernel} kernel; "
             "acceptance U < floor(2^32 exp(-beta dE)) with U a 32-bit uniform per decision")
@@ -168,11 +168,26 @@ def _check_sizes(L) -> list:
     return sizes
 
 
+@dataclass(frozen=True)
 class _Setup:
     """How the lattices of one ``L`` are packed into groups, and their thresholds."""
 
-    def __init__(self, **fields):
-        self.__dict__.update(fields)
+    kernel: str
+    L: int
+    S: int  # items per row of one colour (words or spins)
+    layout: str
+    spg: int  # systems per group
+    span: int  # lanes per system
+    n_systems: int
+    n_groups: int
+    thr: np.ndarray
+    hot: bool
+    seed: int
+    keys: tuple  # Philox key words of the updates and of the initial configuration
+    n_bins: int
+    n_series: int
+    snapshot: bool
+    backend: str
 
     @classmethod
     def make(cls, kernel, L, betas, realizations, hot, seed, n_bins, n_series, snapshot, backend):
