@@ -8,7 +8,7 @@ parity bit ``b_a`` is satisfied when ``x_i ^ x_j ^ x_k == b_a`` (``sigma_i sigma
 sigma_k = J_a`` with ``J_a = 1 - 2 b_a``); the energy is the number of unsatisfied
 triplets. The solutions form an affine GF(2) space of ``2**nullity`` configurations.
 
-**Layout of one instance** (the contract with the solver, :mod:`gpuensembles.xorsat.solve`):
+**Layout of one instance** (the contract with the solver, :mod:`gpuensembles.xorsat.solver`):
 dims ``triplet`` (M = N), ``corner`` (3), ``variable`` (N)
 
 * ``triplets`` (triplet, corner) int32 -- 0-based variable indices
