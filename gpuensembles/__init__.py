@@ -3,7 +3,7 @@
 Importing this package never touches CUDA; the backend is chosen when a run starts.
 """
 
-from . import analysis, mcls  # noqa: F401  (importing analysis registers the Dataset accessors)
+from . import analysis, mcls, xorsat  # noqa: F401  (importing analysis registers the Dataset accessors)
 from .cluster import cluster
 from .io import open_dataset, version
 from .mcls import mc_solve
@@ -15,5 +15,5 @@ from .models.langevin import langevin
 
 __version__ = version()
 
-__all__ = ["escape_times", "switching_currents", "josephson", "langevin", "kuramoto", "ising", "mc_solve", "mcls",
+__all__ = ["escape_times", "switching_currents", "josephson", "langevin", "kuramoto", "ising", "mc_solve", "mcls", "xorsat",
            "cluster", "open_dataset", "__version__"]

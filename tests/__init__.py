@@ -58,3 +58,7 @@ ISING = {
                series=True, snapshot=True, seed=7, kernel="int8" if path == "int8" else "multispin", progress=False)
     for path in ("resident", "launched", "int8")
 }
+
+#: The 3-XORSAT case for the simulator: two values of p, a partial word of clones, a timeout
+#: short enough that some runs are censored.
+XORSAT = dict(N=24, instance_seed=4, p=[0.05, 0.5], clones=40, runs=2, timeout=12, seed=3, progress=False)

@@ -15,7 +15,7 @@ assert os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
 import gpuensembles as ge  # noqa: E402
 from gpuensembles import _backend, rng  # noqa: E402
 from gpuensembles._backend import lattices  # noqa: E402
-from tests import ISING, KURAMOTO, LANGEVIN  # noqa: E402
+from tests import ISING, KURAMOTO, LANGEVIN, XORSAT  # noqa: E402
 
 cuda = _backend._cuda()
 
@@ -78,6 +78,14 @@ def ising(path):
     return {name: ds[name].values.tolist() for name in ds.data_vars} | {"device": ds.attrs["device"]}
 
 
+def xorsat():
+    kw = dict(XORSAT)
+    instance = ge.xorsat.random_instance(kw.pop("N"), seed=kw.pop("instance_seed"))
+    ds = ge.xorsat.solve(instance, backend="cuda", **kw)
+    return {name: ds[name].values.tolist() for name in ("tts_sweeps", "solved", "clone", "solution")} | {
+        "device": ds.attrs["device"]}
+
+
 if __name__ == "__main__":
     result = {"draws": draws(), "mcls-adjoint": mcls("adjoint"), "mcls-forward": mcls("forward")}
     for model, integrator in (("underdamped", "srk2"), ("overdamped", "srk2"), ("underdamped", "euler")):
@@ -86,6 +94,7 @@ if __name__ == "__main__":
         result[f"kuramoto-{path}"] = kuramoto(path)
     for path in ISING:
         result[f"ising-{path}"] = ising(path)
+    result["xorsat"] = xorsat()
     for model in ("underdamped", "overdamped"):
         for dtype in ("float32", "float64"):
             result[f"{model}-{dtype}"] = escape(model, dtype)

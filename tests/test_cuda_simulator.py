@@ -13,7 +13,7 @@ import pytest
 import gpuensembles as ge
 from gpuensembles import rng
 
-from . import ISING, KURAMOTO, LANGEVIN
+from . import ISING, KURAMOTO, LANGEVIN, XORSAT
 
 HERE = Path(__file__).parent
 
@@ -90,5 +90,17 @@ def test_simulator_ising_equals_cpu_bit_for_bit(simulated, path):
     sim = simulated[f"ising-{path}"]
     assert sim.pop("device") == "CUDA simulator"
     assert set(sim) == set(cpu.data_vars)
+    for name, values in sim.items():
+        np.testing.assert_array_equal(np.asarray(values), cpu[name].values, err_msg=name)
+
+
+def test_simulator_xorsat_equals_cpu_bit_for_bit(simulated):
+    # Warps that stop early (their run is solved) must not change any run's result.
+    kw = dict(XORSAT)
+    instance = ge.xorsat.random_instance(kw.pop("N"), seed=kw.pop("instance_seed"))
+    cpu = ge.xorsat.solve(instance, backend="cpu", **kw)
+    sim = simulated["xorsat"]
+    assert sim.pop("device") == "CUDA simulator"
+    assert not cpu.solved.all() and cpu.solved.any()  # both outcomes are exercised
     for name, values in sim.items():
         np.testing.assert_array_equal(np.asarray(values), cpu[name].values, err_msg=name)

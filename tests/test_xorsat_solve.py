@@ -1,0 +1,140 @@
+"""The quasi-greedy solver on the CPU backend: exact dynamics, solutions, determinism, TTS law."""
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import gpuensembles as ge
+from gpuensembles import rng
+from gpuensembles.models import quasi_greedy
+from gpuensembles.xorsat import solver
+
+
+@pytest.fixture(scope="module")
+def small():
+    return ge.xorsat.random_instance(24, seed=4)
+
+
+def _reference_run(instance, p, clones, seed, sweeps, run=0, instance_index=0, p_index=0):
+    """Clone-by-clone quasi-greedy dynamics in plain Python from the documented random-bit
+    assignment: clone ``c`` with one unsatisfied triplet draws its own 32-bit uniform ``U``
+    (bit ``31 - k`` = bit ``c % 32`` of random word ``k``) and flips when ``U < floor(p 2^32)``.
+    Returns the bits ``(sweeps + 1, clones, N)`` after each sweep."""
+    triplets = instance["triplets"].values
+    parity = instance["parity"].values
+    N = triplets.shape[0]
+    order, bounds = solver.independent_sets(triplets, N)
+    label = np.empty(N, dtype=np.int64)
+    label[order] = np.arange(N)
+    P, always = quasi_greedy.threshold(p)
+    key1 = int(quasi_greedy.key(instance_index, p_index))
+    member = [[a for a in range(N) if v in triplets[a]] for v in range(N)]
+    history = np.zeros((sweeps + 1, clones, N), dtype=np.uint8)
+    for c in range(clones):
+        word, lane = divmod(c, 32)
+        x = np.array([(rng.philox4x32(quasi_greedy.START_COUNTER, label[v] | (N << 16), word, run, seed, key1)[0]
+                       >> lane) & 1 for v in range(N)], dtype=np.uint8)
+        history[0, c] = x
+        for t in range(sweeps):
+            for v in order:  # labels in increasing order
+                u = sum(int(x[triplets[a]].sum() % 2 != parity[a]) for a in member[v])
+                if u == 1 and not always:
+                    words = [w for block in range(8)
+                             for w in rng.philox4x32(t, label[v] | (block << 12) | (N << 16), word, run, seed, key1)]
+                    U = sum(((int(words[k]) >> lane) & 1) << (31 - k) for k in range(32))
+                    flip = U < int(P)
+                else:
+                    flip = u >= 2 or (u == 1 and always)
+                x[v] ^= flip
+            history[t + 1, c] = x
+    return history
+
+
+def _unsatisfied(instance, bits):
+    tri = instance["triplets"].values
+    return (np.bitwise_xor.reduce(bits[..., tri], axis=-1) != instance["parity"].values).sum(axis=-1)
+
+
+@pytest.mark.parametrize("p", [0.3, 1.0])
+def test_runs_follow_the_reference_dynamics_exactly(small, p):
+    clones, seed = 40, 9  # 40: a partial second word
+    ds = ge.xorsat.solve(small, p=p, clones=clones, timeout=6, runs=2, seed=seed, backend="cpu", progress=False)
+    for run in range(2):
+        history = _reference_run(small, p, clones, seed, 6, run=run)
+        energy = _unsatisfied(small, history)  # (sweeps + 1, clones)
+        hits = np.argwhere(energy == 0)  # rows sorted by sweep, then clone
+        got = ds.isel(run=run)
+        if len(hits):
+            assert bool(got.solved) and (int(got.tts_sweeps), int(got.clone)) == tuple(hits[0])
+            np.testing.assert_array_equal(got.solution.values, history[hits[0][0], hits[0][1]])
+        else:
+            assert not bool(got.solved) and int(got.tts_sweeps) == 6 and int(got.clone) == -1
+
+
+def test_every_reported_solution_satisfies_every_triplet():
+    inst = ge.xorsat.random_instances([30, 45], count=3, seed=2)
+    ds = ge.xorsat.solve(inst, p=0.2, clones=64, runs=4, seed=1, backend="cpu", progress=False)
+    assert ds.solved.all()
+    assert ds.tts_sweeps.dims == ("N", "instance", "run")
+    for n in ds.N.values:
+        for i in ds.instance.values:
+            single = ge.xorsat.select_instance(inst, N=n, instance=i)
+            bits = ds.solution.sel(N=n, instance=i).values[:, :n]
+            assert np.all(_unsatisfied(single, bits) == 0)
+            assert np.all(ds.solution.sel(N=n, instance=i).values[:, n:] == 0)
+
+
+def test_same_seed_same_result_for_any_chunking(small):
+    kw = dict(p=[0.1, 0.4], clones=70, runs=5, seed=3, timeout=400, backend="cpu", progress=False)
+    eager = ge.xorsat.solve(small, **kw)
+    for chunks in (1, 2):
+        lazy = ge.xorsat.solve(small, chunks=chunks, **kw)
+        for name in ("tts_sweeps", "solved", "clone", "solution"):
+            xr.testing.assert_identical(eager[name], lazy[name].compute())
+    other = ge.xorsat.solve(small, **(kw | {"seed": 4}))
+    assert not np.array_equal(other.tts_sweeps.values, eager.tts_sweeps.values)
+
+
+def test_timeout_censors_runs(small):
+    ds = ge.xorsat.solve(small, p=0.0, clones=32, timeout=5, runs=3, seed=1, backend="cpu", progress=False)
+    # p = 0 is greedy descent: whatever is not solved within 5 sweeps is reported at the timeout
+    assert np.all(ds.tts_sweeps.where(~ds.solved, 5) == 5)
+    assert np.all(ds.tts_seconds >= 0) and ds.attrs["timeout_sweeps"] == 5
+
+
+@pytest.mark.slow
+def test_tts_is_exponential_and_timeouts_recover_tau():
+    # 256 runs of 32 clones at N = 60: tau is hundreds of sweeps, far above the descent time
+    inst = ge.xorsat.random_instance(60, seed=7)
+    full = ge.xorsat.solve(inst, p=0.1, clones=32, runs=256, seed=5, backend="cpu", progress=False)
+    assert full.solved.all()
+    assert full.tts.ks_test(time="sweeps") > 0.01
+    tau = full.tts.mean(time="sweeps")
+    short = ge.xorsat.solve(inst, p=0.1, clones=32, runs=512, timeout=int(tau.tau / 10), seed=6, backend="cpu",
+                            progress=False)
+    est = short.tts.from_timeouts(time="sweeps")
+    assert 10 <= int(est.solved) < 512
+    # the two estimates agree within their combined intervals
+    assert est.lower <= tau.upper and tau.lower <= est.upper
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"p": 1.5}, "p"), ({"p": -0.1}, "p"), ({"p": np.nan}, "p"), ({"clones": 0}, "clones"),
+    ({"runs": 0}, "runs"), ({"timeout": -1}, "timeout"), ({"p": 0.0}, "timeout"), ({"backend": "tpu"}, "backend"),
+    ({"seed": -1}, "seed"),
+])
+def test_bad_arguments_raise_before_running(small, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        ge.xorsat.solve(small, **({"backend": "cpu"} | kwargs))
+
+
+def test_bad_instances_raise(small):
+    with pytest.raises(ValueError, match="instances"):
+        ge.xorsat.solve(small.triplets, backend="cpu")
+    broken = small.copy(deep=True)
+    broken["triplets"][0, 0] = broken["triplets"][0, 1]
+    with pytest.raises(ValueError):
+        ge.xorsat.solve(broken, backend="cpu")
+    with pytest.raises(ValueError, match="N <="):
+        ge.xorsat.solve(ge.xorsat.random_instance(solver.MAX_N + 3, seed=1), backend="cpu")
+
