@@ -15,7 +15,7 @@ from .instances import (
     save_instance,
     select_instance,
 )
-from .solver import MAX_N, independent_sets, solve
+from .solver import independent_sets, solve
 
 __all__ = ["random_instance", "random_instances", "select_instance", "check_instance", "nullity", "energy",
            "save_instance", "load_instance", "solve", "independent_sets"]
