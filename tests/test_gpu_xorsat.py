@@ -32,12 +32,14 @@ def test_million_clone_solutions_satisfy_every_triplet():
 
 
 def test_tts_is_exponential_and_short_timeouts_agree():
-    inst = ge.xorsat.random_instance(96, seed=2)
-    full = ge.xorsat.solve(inst, p=0.1, clones=1024, runs=256, seed=3, backend="cuda", progress=False)
+    # 256 clones at N = 128: tau is thousands of sweeps, so the few tens of sweeps of the
+    # clones' descent from their random start are negligible even against tau / 10
+    inst = ge.xorsat.random_instance(128, seed=2)
+    full = ge.xorsat.solve(inst, p=0.1, clones=256, runs=256, seed=3, backend="cuda", progress=False)
     assert full.solved.all()
-    assert full.tts.ks_test(time="sweeps") > 0.01  # KS at the 1% level
+    assert float(full.tts.ks_test(time="sweeps").pvalue) > 0.01  # KS at the 1% level
     tau = full.tts.mean(time="sweeps")
-    short = ge.xorsat.solve(inst, p=0.1, clones=1024, runs=1024, timeout=int(tau.tau / 10), seed=4, backend="cuda",
+    short = ge.xorsat.solve(inst, p=0.1, clones=256, runs=1024, timeout=int(tau.tau / 10), seed=4, backend="cuda",
                             progress=False)
     est = short.tts.from_timeouts(time="sweeps")
     assert est.lower <= tau.upper and tau.lower <= est.upper

@@ -29,8 +29,8 @@ def make(t, timeout=None, dims=("instance",), coords=None):
     coords = {d: np.arange(n) for d, n in zip(dims[:-1], t.shape[:-1])} if coords is None else coords
     return xr.Dataset(
         {
-            "tts": (dims, t, {"units": "s"}),
-            "sweeps": (dims, sweeps),
+            "tts_seconds": (dims, t, {"units": "s"}),
+            "tts_sweeps": (dims, sweeps),
             "solved": (dims, solved),
             "clone": (dims, np.where(solved, 0, -1)),
         },
@@ -73,12 +73,12 @@ def test_mean_recovers_tau(timeout):
     if timeout is not None:
         assert np.all(k < 20_000)
         # ignoring the censored times would bias tau low by many standard errors
-        naive = ds["tts"].where(ds.solved).mean("run").values
+        naive = ds["tts_seconds"].where(ds.solved).mean("run").values
         assert np.all(tau - naive > 10 * m.stderr.values)
     # in sweeps: ceil(t / SWEEP), so tau / SWEEP + 1/2 on average
     s = tts.mean(ds, time="sweeps")
     assert np.all(np.abs(s.tau.values - (tau / SWEEP + 0.5)) < 4 * s.stderr.values)
-    assert s.tau.attrs["units"] == "sweeps"
+    assert s.tau.attrs["units"] == "sweep"
 
 
 def coverage(m, tau, n):
@@ -140,10 +140,10 @@ def test_percentile_exponential_law():
 def test_percentile_empirical_equals_numpy_when_all_solved():
     ds = synthetic([1.0, 2.0, 3.0], 101, seed=3)
     q = np.array([0.0, 1.0, 25.0, 33.3, 50.0, 90.0, 99.0, 99.9])
-    for time in ("tts", "sweeps"):
+    for time in ("seconds", "sweeps"):
         p = tts.percentile(ds, q, time=time)
-        np.testing.assert_allclose(p.empirical.values, np.percentile(ds[time].values, q, axis=-1).T, rtol=1e-13)
-    assert float(tts.percentile(ds, 37.5).empirical[1]) == pytest.approx(np.percentile(ds["tts"].values[1], 37.5))
+        np.testing.assert_allclose(p.empirical.values, np.percentile(ds[tts.TIME_VARIABLES[time]].values, q, axis=-1).T, rtol=1e-13)
+    assert float(tts.percentile(ds, 37.5).empirical[1]) == pytest.approx(np.percentile(ds["tts_seconds"].values[1], 37.5))
 
 
 def test_percentile_empirical_with_censoring():
@@ -194,7 +194,7 @@ def test_from_timeouts_matches_brute_force_integration(k, runs):
                                   epsabs=0)[0] for x0, x1 in zip([lo, *points], [*points, hi]))
     assert float(r.tau) == pytest.approx(mean_tau, rel=1e-7)
     s_lo, s_med, s_hi = posterior.ppf([(1 - c) / 2, 0.5, (1 + c) / 2])
-    assert float(r["median"]) == pytest.approx(T / -math.log1p(-s_med), rel=1e-9)
+    assert float(r.tau_median) == pytest.approx(T / -math.log1p(-s_med), rel=1e-9)
     assert float(r.lower) == pytest.approx(T / -math.log1p(-s_hi), rel=1e-9)
     assert float(r.upper) == pytest.approx(T / -math.log1p(-s_lo), rel=1e-9)
 
@@ -216,7 +216,7 @@ def test_from_timeouts_with_no_success_gives_a_one_sided_bound():
     assert np.isinf(r.tau).all() and np.isinf(r.upper).all()
     # s ~ Beta(1, R + 1): P(s > s_c) = (1 - s_c)^(R + 1) = 1 - c, so P(tau > T (R + 1) / ln(1 / (1 - c))) = c
     assert float(r.lower) == pytest.approx(T * (runs + 1) / math.log(1 / (1 - c)), rel=1e-10)
-    assert float(r["median"]) == pytest.approx(T * (runs + 1) / math.log(2), rel=1e-10)
+    assert float(r.tau_median) == pytest.approx(T * (runs + 1) / math.log(2), rel=1e-10)
 
 
 def test_from_timeouts_recovers_tau_and_its_coverage():
@@ -224,7 +224,7 @@ def test_from_timeouts_recovers_tau_and_its_coverage():
     r = tts.from_timeouts(synthetic(tau, 2000, timeout=2.0, seed=5))
     wide = tts.from_timeouts(synthetic(tau, 2000, timeout=2.0, seed=5), confidence=0.9999)  # ~ +-4 sigma
     assert np.all((wide.lower.values <= tau) & (tau <= wide.upper.values))
-    assert np.all(r.lower < r["median"]) and np.all(r["median"] < r.upper)
+    assert np.all(r.lower < r.tau_median) and np.all(r.tau_median < r.upper)
     # coverage over n datasets of R runs with T = tau / 10 (about 9.5 successes each)
     n, runs, c, tau = 2000, 100, 0.95, 3.0
     r = tts.from_timeouts(synthetic(np.full(n, tau), runs, timeout=tau / 10, seed=6), confidence=c)
@@ -244,7 +244,7 @@ def test_from_timeouts_post_hoc_timeout_agrees_with_mean_of_full_runs():
     full = tts.mean(ds)
     timeout = xr.DataArray(tau / 10, dims="instance")
     r = tts.from_timeouts(ds, timeout=timeout)
-    np.testing.assert_array_equal(r.solved.values, (ds["tts"] <= timeout).sum("run").values)
+    np.testing.assert_array_equal(r.solved.values, (ds["tts_seconds"] <= timeout).sum("run").values)
     assert np.all((r.lower <= full.tau) & (full.tau <= r.upper))
     # the timeout estimate is much less precise than the full runs
     assert np.all(r.upper - r.lower > 2 * (full.upper - full.lower))
@@ -255,10 +255,10 @@ def test_from_timeouts_default_timeout():
     by_tts, by_sweeps = tts.from_timeouts(ds), tts.from_timeouts(ds, time="sweeps")
     assert float(by_tts.timeout[0]) == 1.5 and float(by_sweeps.timeout[0]) == 1500.0
     xr.testing.assert_allclose(by_tts.tau, by_sweeps.tau * SWEEP)
-    assert by_sweeps.tau.attrs["units"] == "sweeps"
+    assert by_sweeps.tau.attrs["units"] == "sweep"
     # post-hoc shorter timeout: fewer successes
     shorter = tts.from_timeouts(ds, timeout=0.5)
-    assert int(shorter.solved[0]) == int((ds["tts"] <= 0.5).sum()) < int(by_tts.solved[0])
+    assert int(shorter.solved[0]) == int((ds["tts_seconds"] <= 0.5).sum()) < int(by_tts.solved[0])
     with pytest.raises(ValueError, match="timeout"):  # longer than the runs were made with
         tts.from_timeouts(ds, timeout=2.0)
     with pytest.raises(ValueError, match="timeout"):
@@ -273,13 +273,8 @@ def test_from_timeouts_default_timeout():
         tts.from_timeouts(unlimited, time="sweeps")
 
 
-def test_solver_variable_names_and_dask():
+def test_dask_input_stays_lazy():
     ds = synthetic([1.0, 3.0], 200, timeout=4.0, seed=19)
-    renamed = ds.rename({"tts": "tts_seconds", "sweeps": "tts_sweeps"})  # as gpuensembles.xorsat.solve names them
-    for name in ("mean", "from_timeouts"):
-        for time in ("tts", "sweeps"):
-            xr.testing.assert_identical(getattr(tts, name)(renamed, time=time), getattr(tts, name)(ds, time=time))
-    xr.testing.assert_identical(renamed.tts.percentile([50, 99]), ds.tts.percentile([50, 99]))
     lazy = ds.chunk({"instance": 1, "run": 50})
     mean, percentiles = lazy.tts.mean(), lazy.tts.percentile([10, 50])
     assert mean.tau.chunks is not None and percentiles.empirical.chunks is not None  # still lazy
@@ -379,7 +374,7 @@ def test_ks_test_accepts_exponential_and_rejects_others():
     tau = np.array([1.0, 2.0, 5.0, 10.0, 0.3])
     exponential = tts.ks_test(synthetic(tau, 200, seed=13), n_mc_samples=2000)
     assert np.all(exponential.pvalue > 0.01)
-    np.testing.assert_allclose(exponential.tau.values, synthetic(tau, 200, seed=13)["tts"].mean("run").values)
+    np.testing.assert_allclose(exponential.tau.values, synthetic(tau, 200, seed=13)["tts_seconds"].mean("run").values)
     uniform = tts.ks_test(make(rng.uniform(0, 2 * tau[:, None], (5, 200))), n_mc_samples=2000)
     shifted = tts.ks_test(make(0.5 * tau[:, None] + rng.exponential(tau[:, None], (5, 200))), n_mc_samples=2000)
     assert np.all(uniform.pvalue < 0.01) and np.all(shifted.pvalue < 0.01)
@@ -400,7 +395,7 @@ def test_ks_test_pvalue_is_the_lilliefors_one():
     data = synthetic(np.full(n, 2.0), 30, seed=16)
     null = tts.ks_test(data, n_mc_samples=2000)
     assert abs(float((null.pvalue < 0.1).mean()) - 0.1) < 4 * binomial_se(0.1, n)
-    plain = np.array([stats.kstest(row, "expon", args=(0, row.mean())).pvalue for row in data["tts"].values])
+    plain = np.array([stats.kstest(row, "expon", args=(0, row.mean())).pvalue for row in data["tts_seconds"].values])
     assert (plain < 0.1).mean() < 0.1 - 4 * binomial_se(0.1, n)
 
 
@@ -410,7 +405,7 @@ def test_ks_test_pvalue_is_the_lilliefors_one():
 def test_accessor_delegates():
     ds = synthetic([1.0, 3.0], 100, timeout=4.0, seed=17).assign_coords(N=64)
     xr.testing.assert_identical(ds.tts.mean(time="sweeps", confidence=0.8), tts.mean(ds, "sweeps", 0.8))
-    xr.testing.assert_identical(ds.tts.percentile([5, 50], confidence=0.9), tts.percentile(ds, [5, 50], "tts", 0.9))
+    xr.testing.assert_identical(ds.tts.percentile([5, 50], confidence=0.9), tts.percentile(ds, [5, 50], "seconds", 0.9))
     xr.testing.assert_identical(ds.tts.from_timeouts(timeout=2.0), tts.from_timeouts(ds, 2.0))
     solved = synthetic([1.0, 3.0], 100, seed=18)
     xr.testing.assert_identical(solved.tts.ks_test(n_mc_samples=500, seed=3),
@@ -418,7 +413,7 @@ def test_accessor_delegates():
     grown = growth_data(-4.0, 0.04, [16, 32, 48], 3, 20, spread=0.1)
     xr.testing.assert_identical(grown.tts.fit_growth(statistic="mean"), tts.fit_growth(grown, statistic="mean"))
     assert float(ds.tts.mean().N) == 64  # scalar coordinates are kept
-    assert isinstance(ds.tts, tts.TimeToSolutionAccessor) and "tts" in ds.data_vars
+    assert isinstance(ds.tts, tts.TimeToSolutionAccessor) and "tts_seconds" in ds.data_vars
 
 
 def test_validation_errors():
@@ -427,10 +422,10 @@ def test_validation_errors():
         tts.mean(ds.isel(run=0))
     with pytest.raises(ValueError, match="solved"):
         tts.mean(ds.drop_vars("solved"))
-    with pytest.raises(ValueError, match="'sweeps' or 'tts_sweeps'"):
-        tts.mean(ds.drop_vars("sweeps"), time="sweeps")
+    with pytest.raises(ValueError, match="'tts_sweeps'"):
+        tts.mean(ds.drop_vars("tts_sweeps"), time="sweeps")
     with pytest.raises(ValueError, match="time must be"):
-        ds.tts.mean(time="seconds")
+        ds.tts.mean(time="tts")
     with pytest.raises(ValueError, match="solved"):
         tts.mean(ds.assign(solved=ds.solved.astype(int)))
     for c in (0, 1, 1.5, -0.2, float("nan")):

@@ -4,18 +4,17 @@ A result (for example of :func:`gpuensembles.xorsat.solve`) holds, for every poi
 other dimensions (typically ``N`` and ``instance``, either of which may be absent), ``R``
 independent runs of the solver along the dimension ``run``, with the variables
 
-``tts`` (float, s)
+``tts_seconds`` (float, s)
     Time to solution in seconds of a solved run; for an unsolved run the time it ran
     before its timeout (a right-censored time).
-``sweeps`` (int)
+``tts_sweeps`` (int)
     The same in sweeps (one sweep is one update attempt of every variable in every
     clone); the timeout in sweeps for an unsolved run.
 ``solved`` (bool)
     Whether the run found a solution before its timeout.
 
 and optionally the attribute ``timeout_sweeps`` (ignored when an attribute
-``timeout_given`` is present and false). The time variables may also be named
-``tts_seconds`` and ``tts_sweeps``. Every function takes ``time="tts"`` (seconds) or
+``timeout_given`` is present and false). Every function takes ``time="seconds"`` or
 ``time="sweeps"``, reduces over ``run`` and keeps every other dimension.
 
 With many clones the TTS of a run is exponentially distributed, ``P(TTS > t) = exp(-t / tau)``
@@ -34,9 +33,9 @@ import xarray as xr
 RUN = "run"
 INSTANCE = "instance"
 #: time variable -> its unit when the variable carries no ``units`` attribute
-TIMES = {"tts": "s", "sweeps": "sweeps"}
-#: time -> the names its variable may have, first found used (``gpuensembles.xorsat.solve`` writes the long ones)
-TIME_VARIABLES = {"tts": ("tts", "tts_seconds"), "sweeps": ("sweeps", "tts_sweeps")}
+TIMES = {"seconds": "s", "sweeps": "sweep"}
+#: time -> its variable
+TIME_VARIABLES = {"seconds": "tts_seconds", "sweeps": "tts_sweeps"}
 STATISTICS = ("median", "mean")
 
 
@@ -49,9 +48,9 @@ def _times(ds: xr.Dataset, time: str):
     if RUN not in ds.dims:
         raise ValueError(f"ds has no {RUN!r} dimension (the independent runs of the solver); "
                          f"it has dims {tuple(ds.dims)}")
-    variable = next((name for name in TIME_VARIABLES[time] if name in ds.data_vars), None)
-    if variable is None:
-        raise ValueError(f"ds lacks the variable {' or '.join(map(repr, TIME_VARIABLES[time]))} for time={time!r}; "
+    variable = TIME_VARIABLES[time]
+    if variable not in ds.data_vars:
+        raise ValueError(f"ds lacks the variable {variable!r} for time={time!r}; "
                          f"it has {sorted(ds.data_vars)}")
     if "solved" not in ds.data_vars:
         raise ValueError(f"ds lacks the variable 'solved'; it has {sorted(ds.data_vars)}")
@@ -81,7 +80,7 @@ def _chi2_ppf(p, dof):
     return xr.apply_ufunc(stats.chi2.ppf, p, dof, dask="parallelized", output_dtypes=[float])
 
 
-def mean(ds: xr.Dataset, time: str = "tts", confidence: float = 0.95) -> xr.Dataset:
+def mean(ds: xr.Dataset, time: str = "seconds", confidence: float = 0.95) -> xr.Dataset:
     """Mean time to solution ``tau`` with right-censored runs, and its confidence interval.
 
     With ``k`` runs solved out of ``R`` and ``S`` the sum of the times of *all* runs (an
@@ -119,7 +118,7 @@ def mean(ds: xr.Dataset, time: str = "tts", confidence: float = 0.95) -> xr.Data
     ds : Dataset
         Time-to-solution result with the dimension ``run`` and the variables ``time`` and
         ``solved``.
-    time : {"tts", "sweeps"}
+    time : {"seconds", "sweeps"}
         Time variable: seconds or sweeps.
     confidence : float
         Level ``c`` of the two-sided interval, in (0, 1).
@@ -182,7 +181,7 @@ def _censored_percentile(times: np.ndarray, solved: np.ndarray, q: np.ndarray) -
     return np.where(frac == 0, a, np.where(np.isinf(b), np.inf, lerp))
 
 
-def percentile(ds: xr.Dataset, q, time: str = "tts", confidence: float = 0.95) -> xr.Dataset:
+def percentile(ds: xr.Dataset, q, time: str = "seconds", confidence: float = 0.95) -> xr.Dataset:
     """Percentiles of the time to solution: empirical and from the exponential law.
 
     Parameters
@@ -191,7 +190,7 @@ def percentile(ds: xr.Dataset, q, time: str = "tts", confidence: float = 0.95) -
         Time-to-solution result (see :func:`mean`).
     q : float or 1-D array
         Percentiles in percent, in [0, 100) (as :func:`numpy.percentile`).
-    time : {"tts", "sweeps"}
+    time : {"seconds", "sweeps"}
         Time variable: seconds or sweeps.
     confidence : float
         Level of the interval of ``tau`` (see :func:`mean`).
@@ -291,7 +290,7 @@ def _posterior_table(ks: np.ndarray, runs: int, c: float):
     return table
 
 
-def from_timeouts(ds: xr.Dataset, timeout=None, time: str = "tts", confidence: float = 0.95) -> xr.Dataset:
+def from_timeouts(ds: xr.Dataset, timeout=None, time: str = "seconds", confidence: float = 0.95) -> xr.Dataset:
     """Bayesian estimate of ``tau`` from the number of runs solved within a timeout.
 
     A run of exponential TTS succeeds within the timeout ``T`` with probability
@@ -313,10 +312,10 @@ def from_timeouts(ds: xr.Dataset, timeout=None, time: str = "tts", confidence: f
         unknown). By default the runs' own timeout: the attribute ``timeout_sweeps`` for
         ``time="sweeps"`` (unless the attribute ``timeout_given`` is false), otherwise the
         largest time of an unsolved run at each point
-        (with ``time="tts"`` the censoring times in seconds vary slightly, the timeout
+        (with ``time="seconds"`` the censoring times in seconds vary slightly, the timeout
         being set in sweeps); ``ValueError`` if a point has all runs solved and no timeout
         is known.
-    time : {"tts", "sweeps"}
+    time : {"seconds", "sweeps"}
         Time variable: seconds or sweeps.
     confidence : float
         Credibility ``c`` of the interval, in (0, 1).
@@ -330,7 +329,7 @@ def from_timeouts(ds: xr.Dataset, timeout=None, time: str = "tts", confidence: f
             Posterior mean ``T E[1 / x]``, ``x = -ln(1 - s)``, by adaptive quadrature over
             the posterior (relative accuracy ~1e-10); finite for ``k >= 1`` and ``+inf``
             for ``k = 0`` (the posterior density of ``1/tau`` is finite at 0).
-        ``median``
+        ``tau_median``
             Posterior median (finite also for ``k = 0``).
         ``lower``, ``upper``
             Equal-tailed credible interval at level ``c``. For ``k = 0``: ``lower`` is the
@@ -375,7 +374,7 @@ def from_timeouts(ds: xr.Dataset, timeout=None, time: str = "tts", confidence: f
     return xr.Dataset(
         {
             "tau": (T * per_k(0)).assign_attrs(long_name=f"posterior mean of tau ({time})", units=units),
-            "median": (T * per_k(1)).assign_attrs(long_name="posterior median of tau", units=units),
+            "tau_median": (T * per_k(1)).assign_attrs(long_name="posterior median of tau", units=units),
             "lower": (T * per_k(2)).assign_attrs(long_name=f"lower {c:g} credible bound of tau", units=units),
             "upper": (T * per_k(3)).assign_attrs(long_name=f"upper {c:g} credible bound of tau", units=units),
             "solved": k.assign_attrs(long_name="runs solved within the timeout", units="1"),
@@ -386,7 +385,7 @@ def from_timeouts(ds: xr.Dataset, timeout=None, time: str = "tts", confidence: f
     )
 
 
-def fit_growth(ds: xr.Dataset, dim: str = "N", time: str = "tts", statistic: str = "median") -> xr.Dataset:
+def fit_growth(ds: xr.Dataset, dim: str = "N", time: str = "seconds", statistic: str = "median") -> xr.Dataset:
     """Least-squares fit of the exponential growth ``ln tau = a + b * dim`` (e.g. with size ``N``).
 
     ``tau`` per instance comes from :func:`mean`. When ``ds`` has an ``instance`` dimension
@@ -412,7 +411,7 @@ def fit_growth(ds: xr.Dataset, dim: str = "N", time: str = "tts", statistic: str
         numeric coordinate for it.
     dim : str
         Dimension of the abscissa (default ``"N"``, the number of variables).
-    time : {"tts", "sweeps"}
+    time : {"seconds", "sweeps"}
         Time variable: seconds or sweeps.
     statistic : {"median", "mean"}
         Reduction over ``instance``.
@@ -472,7 +471,7 @@ def fit_growth(ds: xr.Dataset, dim: str = "N", time: str = "tts", statistic: str
     )
 
 
-def plot_survival(ds: xr.Dataset, ax=None, time: str = "tts", instance=None, law: bool = True, **kwargs):
+def plot_survival(ds: xr.Dataset, ax=None, time: str = "seconds", instance=None, law: bool = True, **kwargs):
     """Empirical survival ``P(TTS > t)`` of the runs on a semilog-y axis, with ``exp(-t / tau)``.
 
     As Fig. 2 of Bernaschi et al. (2021): one step curve per point of the dimensions other
@@ -487,7 +486,7 @@ def plot_survival(ds: xr.Dataset, ax=None, time: str = "tts", instance=None, law
         Time-to-solution result (see :func:`mean`).
     ax : matplotlib Axes, optional
         Where to draw (default: a new figure).
-    time : {"tts", "sweeps"}
+    time : {"seconds", "sweeps"}
         Time variable: seconds or sweeps.
     instance : label or list of labels, optional
         Instances to draw (``ds.sel(instance=instance)``); default all.
@@ -547,7 +546,7 @@ def _ks_exponential(x: np.ndarray) -> np.ndarray:
     return np.maximum((i / n - cdf).max(axis=-1), (cdf - (i - 1) / n).max(axis=-1))
 
 
-def ks_test(ds: xr.Dataset, time: str = "tts", n_mc_samples: int = 9999, seed=0) -> xr.Dataset:
+def ks_test(ds: xr.Dataset, time: str = "seconds", n_mc_samples: int = 9999, seed=0) -> xr.Dataset:
     """Kolmogorov-Smirnov test of the run times against the exponential law, ``tau`` fitted.
 
     The statistic is ``D = sup_t |F_R(t) - (1 - exp(-t / tau))|`` with ``tau`` the mean of
@@ -569,7 +568,7 @@ def ks_test(ds: xr.Dataset, time: str = "tts", n_mc_samples: int = 9999, seed=0)
     ds : Dataset
         Time-to-solution result (see :func:`mean`) with every run solved (a censored run
         has no time to test).
-    time : {"tts", "sweeps"}
+    time : {"seconds", "sweeps"}
         Time variable: seconds or sweeps.
     n_mc_samples : int
         Size of the Monte Carlo null sample (p-values are multiples of ``1 / (n + 1)``).
@@ -613,33 +612,33 @@ def ks_test(ds: xr.Dataset, time: str = "tts", n_mc_samples: int = 9999, seed=0)
 class TimeToSolutionAccessor:
     """``ds.tts``: time-to-solution statistics of a solver result (runs along ``run``).
 
-    Delegates to the functions of :mod:`gpuensembles.analysis.tts`; ``time="tts"``
+    Delegates to the functions of :mod:`gpuensembles.analysis.tts`; ``time="seconds"``
     (seconds, default) or ``time="sweeps"`` picks the time variable.
     """
 
     def __init__(self, ds: xr.Dataset):
         self._ds = ds
 
-    def mean(self, time: str = "tts", confidence: float = 0.95) -> xr.Dataset:
+    def mean(self, time: str = "seconds", confidence: float = 0.95) -> xr.Dataset:
         """Mean TTS ``tau`` (censored MLE) with its interval; see :func:`mean`."""
         return mean(self._ds, time=time, confidence=confidence)
 
-    def percentile(self, q, time: str = "tts", confidence: float = 0.95) -> xr.Dataset:
+    def percentile(self, q, time: str = "seconds", confidence: float = 0.95) -> xr.Dataset:
         """Empirical and exponential-law percentiles (``q`` in percent); see :func:`percentile`."""
         return percentile(self._ds, q, time=time, confidence=confidence)
 
-    def from_timeouts(self, timeout=None, time: str = "tts", confidence: float = 0.95) -> xr.Dataset:
+    def from_timeouts(self, timeout=None, time: str = "seconds", confidence: float = 0.95) -> xr.Dataset:
         """Bayesian ``tau`` from the runs solved within a timeout; see :func:`from_timeouts`."""
         return from_timeouts(self._ds, timeout=timeout, time=time, confidence=confidence)
 
-    def fit_growth(self, dim: str = "N", time: str = "tts", statistic: str = "median") -> xr.Dataset:
+    def fit_growth(self, dim: str = "N", time: str = "seconds", statistic: str = "median") -> xr.Dataset:
         """Fit ``ln tau = a + b dim``; see :func:`fit_growth`."""
         return fit_growth(self._ds, dim=dim, time=time, statistic=statistic)
 
-    def plot_survival(self, ax=None, time: str = "tts", instance=None, law: bool = True, **kwargs):
+    def plot_survival(self, ax=None, time: str = "seconds", instance=None, law: bool = True, **kwargs):
         """Survival ``P(TTS > t)`` with the exponential law (matplotlib); see :func:`plot_survival`."""
         return plot_survival(self._ds, ax=ax, time=time, instance=instance, law=law, **kwargs)
 
-    def ks_test(self, time: str = "tts", n_mc_samples: int = 9999, seed=0) -> xr.Dataset:
+    def ks_test(self, time: str = "seconds", n_mc_samples: int = 9999, seed=0) -> xr.Dataset:
         """KS test against the fitted exponential law (Monte Carlo p-value); see :func:`ks_test`."""
         return ks_test(self._ds, time=time, n_mc_samples=n_mc_samples, seed=seed)
