@@ -1,0 +1,134 @@
+"""3-XORSAT quasi-greedy solver: spin updates per ns, and the mean time to solution (seed 001).
+
+asv runs the ``track_*`` methods; ``python -m benchmarks.bench_xorsat [--quick]`` prints:
+
+* throughput: spin updates (one variable of one clone) per ns at ``N = 256`` with ``2^20``
+  clones (GPU), the difference of two timed-out calls that differ only in the timeout,
+  so set-up cancels; the same solver on the CPU backend of the same machine is the
+  baseline of the same run;
+* tau: the mean TTS of the median instance of 100 random instances at ``N = 128`` (the
+  seed's 256-variable challenge size; anchor 0.0275 s on V100 GPUs), its 99th percentile;
+* growth: the median instance's tau over ``N = 64 .. 192`` and the fitted rate ``b`` of
+  ``ln tau = a + b N`` (seed: about 0.08 per variable);
+* p: the median tau over a grid of ``p`` at ``N = 128``, the optimum from a parabola
+  through ``ln tau`` around the minimum, and its pseudo-temperature ``T = -2 / ln p``.
+"""
+
+import argparse
+import time
+
+import numpy as np
+
+import gpuensembles as ge
+
+from .bench_escape_times import gpu_available
+
+#: (N, clones, timeout sweeps of the longer call)
+THROUGHPUT = {"cuda": (256, 2**20, 2000), "cpu": (256, 2**14, 400)}
+#: N -> (instances, runs per instance) for the growth fit, on a GPU with 2^20 clones
+GROWTH = {64: (20, 8), 96: (20, 8), 128: (100, 10), 160: (20, 6), 192: (6, 4)}
+P_GRID = (0.04, 0.06, 0.08, 0.1, 0.12, 0.15, 0.2)
+QUICK = {"clones": 2**8, "growth": {24: (4, 4), 36: (4, 4), 48: (4, 4)}, "p_N": 36, "p_count": 4, "p_runs": 4}
+
+
+def _timed_solve(instance, clones, timeout, backend):
+    t0 = time.perf_counter()
+    ds = ge.xorsat.solve(instance, p=0.1, clones=clones, timeout=timeout, runs=1, seed=1, backend=backend,
+                         progress=False)
+    return time.perf_counter() - t0, ds
+
+
+def updates_per_ns(N, clones, timeout, backend="cuda"):
+    """Spin updates per ns from two calls with timeouts ``timeout / 4`` and ``timeout``
+    (both unsolved at N = 256); also the solver's own rate from ``seconds_per_sweep``."""
+    instance = ge.xorsat.random_instance(N, seed=1)
+    _timed_solve(instance, clones, 2, backend)  # compile and warm up
+    short, _ = _timed_solve(instance, clones, timeout // 4, backend)
+    long, ds = _timed_solve(instance, clones, timeout, backend)
+    if ds.solved.any():
+        raise RuntimeError("the throughput instance was solved: the timing is not of whole timeouts")
+    differenced = clones * N * (timeout - timeout // 4) / (long - short) / 1e9
+    return differenced, clones * N / ds.seconds_per_sweep.item() / 1e9
+
+
+def median_tau(N, count, runs, clones, backend, p=0.1, seed=11):
+    """``(tau per instance, solve result)`` for ``count`` random instances of size ``N``."""
+    instances = ge.xorsat.random_instances(N, count, seed=seed)
+    ds = ge.xorsat.solve(instances, p=p, clones=clones, runs=runs, seed=seed + 1, backend=backend, progress=False)
+    return ds.tts.mean(), ds
+
+
+class XorsatThroughput:
+    """Spin updates per ns of the quasi-greedy solver (N = 256)."""
+
+    timeout = 600
+    params = (["cuda", "cpu"],)
+    param_names = ("backend",)
+
+    def setup(self, backend):
+        if backend == "cuda" and not gpu_available():
+            raise NotImplementedError("no GPU")
+
+    def track_updates_per_ns(self, backend):
+        return updates_per_ns(*THROUGHPUT[backend], backend=backend)[0]
+
+    track_updates_per_ns.unit = "updates/ns"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="CPU-sized cases (no GPU needed)")
+    parser.add_argument("--only", default="throughput,tau,growth,p", help="comma-separated sections")
+    args = parser.parse_args(argv)
+    backend = "cpu" if args.quick or not gpu_available() else "cuda"
+    sections = set(args.only.split(","))
+    from gpuensembles import _backend
+
+    print(f"device: {_backend.device_name(backend)}")
+    if "throughput" in sections:
+        print(f"{'throughput':<34}{'N':>6}{'clones':>10}{'updates/ns':>12}{'(own clock)':>13}")
+        for where in dict.fromkeys((backend, "cpu")):
+            N, clones, timeout = THROUGHPUT[where] if not args.quick else (256, 2**10, 40)
+            rate, own = updates_per_ns(N, clones, timeout, where)
+            print(f"{'quasi-greedy, ' + _backend.device_name(where)[:20]:<34}{N:>6}{clones:>10}{rate:>12.1f}"
+                  f"{own:>13.1f}", flush=True)
+    clones = QUICK["clones"] if args.quick else 2**20
+    growth = QUICK["growth"] if args.quick else GROWTH
+    if "tau" in sections or "growth" in sections:
+        print(f"{'N':>5}{'instances':>10}{'runs':>6}{'median tau (s)':>16}{'(sweeps)':>10}{'median t99 (s)':>16}"
+              f"{'solved':>8}{'wall (s)':>10}")
+        taus = {}
+        for N, (count, runs) in growth.items():
+            if "growth" not in sections and N != 128:
+                continue
+            t0 = time.perf_counter()
+            est, ds = median_tau(N, count, runs, clones, backend)
+            sweeps = ds.tts.mean(time="sweeps").tau.median("instance")
+            taus[N] = float(est.tau.median("instance"))
+            t99 = float(ds.tts.percentile(99).exponential.median("instance"))
+            print(f"{N:>5}{count:>10}{runs:>6}{taus[N]:>16.4g}{float(sweeps):>10.1f}{t99:>16.4g}"
+                  f"{int(ds.solved.sum()):>8}{time.perf_counter() - t0:>10.1f}", flush=True)
+        if len(taus) >= 2:
+            Ns = np.array(list(taus))
+            b, a = np.polyfit(Ns, np.log(list(taus.values())), 1)
+            print(f"growth: ln tau = {a:.2f} + {b:.4f} N (seed: about 0.08 per variable)")
+    if "p" in sections:
+        N = QUICK["p_N"] if args.quick else 128
+        count, runs = (QUICK["p_count"], QUICK["p_runs"]) if args.quick else (10, 8)
+        instances = ge.xorsat.random_instances(N, count, seed=21)
+        ds = ge.xorsat.solve(instances, p=list(P_GRID), clones=clones, runs=runs, seed=22, backend=backend,
+                             progress=False)
+        tau = ds.tts.mean(time="sweeps").tau.median("instance")
+        seconds = ds.tts.mean().tau.median("instance")
+        print(f"{'p':>6}{'T = -2/ln p':>13}{'median tau (sweeps)':>21}{'(s)':>12}")
+        for p in P_GRID:
+            print(f"{p:>6}{-2 / np.log(p):>13.3f}{float(tau.sel(p=p)):>21.1f}{float(seconds.sel(p=p)):>12.4g}")
+        k = int(np.argmin(tau.values))
+        k = min(max(k, 1), len(P_GRID) - 2)
+        c2, c1, _ = np.polyfit(P_GRID[k - 1:k + 2], np.log(tau.values[k - 1:k + 2]), 2)
+        best = -c1 / (2 * c2) if c2 > 0 else P_GRID[int(np.argmin(tau.values))]
+        print(f"optimal p = {best:.3f} (parabola through the three lowest points), T = {-2 / np.log(best):.3f}")
+
+
+if __name__ == "__main__":
+    main()
