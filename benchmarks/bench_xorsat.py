@@ -79,6 +79,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="CPU-sized cases (no GPU needed)")
     parser.add_argument("--only", default="throughput,tau,growth,p", help="comma-separated sections")
+    parser.add_argument("--clones", default=None, help="comma-separated clone counts for the tau section "
+                        "(default 2^20 on a GPU)")
     args = parser.parse_args(argv)
     backend = "cpu" if args.quick or not gpu_available() else "cuda"
     sections = set(args.only.split(","))
@@ -95,18 +97,21 @@ def main(argv=None):
     clones = QUICK["clones"] if args.quick else 2**20
     growth = QUICK["growth"] if args.quick else GROWTH
     if "tau" in sections or "growth" in sections:
-        print(f"{'N':>5}{'instances':>10}{'runs':>6}{'median tau (s)':>16}{'(sweeps)':>10}{'median t99 (s)':>16}"
-              f"{'solved':>8}{'wall (s)':>10}")
+        print(f"{'N':>5}{'clones':>9}{'instances':>10}{'runs':>6}{'median tau (s)':>16}{'(sweeps)':>10}"
+              f"{'median t99 (s)':>16}{'solved':>8}{'wall (s)':>10}")
         taus = {}
-        for N, (count, runs) in growth.items():
+        rows = [(N, c) for N in growth for c in ([clones] if args.clones is None or "growth" in sections
+                                                  else map(int, args.clones.split(",")))]
+        for N, c in rows:
             if "growth" not in sections and N != 128:
                 continue
+            count, runs = growth[N]
             t0 = time.perf_counter()
-            est, ds = median_tau(N, count, runs, clones, backend)
+            est, ds = median_tau(N, count, runs, c, backend)
             sweeps = ds.tts.mean(time="sweeps").tau.median("instance")
             taus[N] = float(est.tau.median("instance"))
             t99 = float(ds.tts.percentile(99).exponential.median("instance"))
-            print(f"{N:>5}{count:>10}{runs:>6}{taus[N]:>16.4g}{float(sweeps):>10.1f}{t99:>16.4g}"
+            print(f"{N:>5}{c:>9}{count:>10}{runs:>6}{taus[N]:>16.4g}{float(sweeps):>10.1f}{t99:>16.4g}"
                   f"{int(ds.solved.sum()):>8}{time.perf_counter() - t0:>10.1f}", flush=True)
         if len(taus) >= 2:
             Ns = np.array(list(taus))
