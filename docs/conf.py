@@ -38,7 +38,7 @@ html_theme_options = {"description": "Very large stochastic ensembles on GPUs, a
 sphinx_gallery_conf = {
     "examples_dirs": "../examples",
     "gallery_dirs": "gallery",
-    "filename_pattern": r"/(arrhenius|switching_li2007|mcls_laplacian|langevin_fig2|kuramoto_fig4|ising_thesis)\.py$",  # executed at their CPU size
+    "filename_pattern": r"/(arrhenius|switching_li2007|mcls_laplacian|langevin_fig2|kuramoto_fig4|ising_thesis|xorsat_tts)\.py$",  # executed at their CPU size
     "reset_argv": OutputArgv(),
     "download_all_examples": False,
     "remove_config_comments": True,

@@ -13,6 +13,8 @@ Examples::
         -o r.nc --plot r.png
     gpuensembles ising --L 16 32 64 --beta 0.40 0.42 0.44 0.46 0.48 --sweeps 20000 \
         --thermalization 2000 --realizations 32 -o ising.nc --plot binder.png
+    gpuensembles xorsat --N 64 96 --instances 20 --runs 10 --clones 4096 --p 0.1 \
+        -o tts.nc --plot survival.png
 
 Any parameter option takes several values (``--D 0.004 0.008 0.012``), which become a
 dimension of the output. A progress bar runs on stderr, and a one-screen summary
@@ -194,6 +196,23 @@ def _add_ising(sub):
     p.set_defaults(run=_run_ising, summary=_ising_summary, plot=_ising_plot)
 
 
+def _add_xorsat(sub):
+    from .xorsat import solver
+
+    p = _subcommand(sub, "xorsat", solver.solve, "3-XORSAT time to solution of the quasi-greedy solver")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--N", type=int, nargs="+", help="sizes of random instances (variables)")
+    source.add_argument("--instance-file", metavar="FILE", help="an instance (.nc, or XOR-clause text .xnf/.cnf)")
+    p.add_argument("--instances", type=int, default=1, help="random instances per size")
+    p.add_argument("--instance-seed", type=int, default=0, help="seed of the random instances")
+    _parameter(p, "p", "flip probability of a variable in one unsatisfied triplet", default=[0.1])
+    p.add_argument("--clones", type=int, default=solver.DEFAULT_CLONES, help="clones per run")
+    p.add_argument("--runs", type=int, default=1, help="independent runs per instance")
+    p.add_argument("--timeout", type=int, help="sweeps after which a run gives up (default: none)")
+    _add_run_options(p, "runs")
+    p.set_defaults(run=_run_xorsat, summary=_xorsat_summary, plot=_xorsat_plot)
+
+
 def _run_kwargs(args):
     return dict(seed=args.seed, backend=args.backend, chunks=args.chunks, progress=not args.no_progress)
 
@@ -232,6 +251,19 @@ def _run_ising(args):
     return ds, time.perf_counter() - t0
 
 
+def _run_xorsat(args):
+    from . import xorsat
+
+    if args.instance_file:
+        instances = xorsat.load_instance(args.instance_file)
+    else:
+        instances = xorsat.random_instances(_values(args.N), args.instances, seed=args.instance_seed)
+    t0 = time.perf_counter()
+    ds = xorsat.solve(instances, p=_values(args.p), clones=args.clones, timeout=args.timeout, runs=args.runs,
+                      **_run_kwargs(args))
+    return ds, time.perf_counter() - t0
+
+
 def _header(ds, seconds, work, unit, output):
     print(f"gpuensembles {__version__} | {ds.attrs['model']} | backend {ds.attrs['backend']} on {ds.attrs['device']}")
     print(f"seed {ds.attrs['seed']} | {work:.3e} {unit} in {seconds:.2f} s ({work / seconds:.3e} {unit}/s) -> {output}")
@@ -262,6 +294,24 @@ def _ising_summary(ds, seconds, output):
             energy="e exact", specific_heat="c exact"))
     print(table.to_dataframe().to_string(float_format=lambda x: f"{x:.6g}") if table["e"].ndim else
           ", ".join(f"{k} {float(v):.6g}" for k, v in table.data_vars.items()))
+
+
+def _xorsat_summary(ds, seconds, output):
+    updates = float((ds.tts_sweeps * ds.N).sum()) * int(ds.attrs["clones"])  # N: a dimension or a scalar
+    _header(ds, seconds, updates, "spin updates", output)
+    tau = ds.tts.mean().rename(tau="tau (s)", lower="lower", upper="upper")[["tau (s)", "lower", "upper", "solved",
+                                                                           "runs"]]
+    tau["tau (sweeps)"] = ds.tts.mean(time="sweeps").tau
+    print(tau.to_dataframe().to_string(float_format=lambda x: f"{x:.4g}") if tau["tau (s)"].ndim else
+          ", ".join(f"{k} {float(v):.4g}" for k, v in tau.data_vars.items()))
+
+
+def _xorsat_plot(ds, path):
+    """Survival of the run times against the exponential law (seed 001, Fig. 2)."""
+    _use_agg()
+    from .analysis.plots import save
+
+    save(ds.tts.plot_survival(time="sweeps"), path)
 
 
 def _ising_plot(ds, path):
@@ -511,6 +561,7 @@ def main(argv=None):
     _add_langevin(sub)
     _add_kuramoto(sub)
     _add_ising(sub)
+    _add_xorsat(sub)
     args = parser.parse_args(argv)
     client = None
     try:

@@ -72,3 +72,15 @@ def test_ising_benchmarks_run_small(monkeypatch):
     assert bench.track_flips_per_ns("cpu", "ensemble, 64x64") > 0
     with pytest.raises(NotImplementedError):  # GPU-sized cases are not run on the CPU
         bench.setup("cpu", "multispin, one lattice")
+
+
+def test_xorsat_benchmarks_run_small(monkeypatch, capsys):
+    from benchmarks import bench_xorsat
+
+    monkeypatch.setitem(bench_xorsat.THROUGHPUT, "cpu", (256, 2**8, 16))
+    bench = bench_xorsat.XorsatThroughput()
+    bench.setup("cpu")
+    assert bench.track_updates_per_ns("cpu") > 0
+    monkeypatch.setitem(bench_xorsat.QUICK, "growth", {24: (2, 2), 30: (2, 2)})
+    bench_xorsat.main(["--quick", "--only", "growth"])
+    assert "growth: ln tau" in capsys.readouterr().out

@@ -149,3 +149,25 @@ def test_ising_command(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(["ising", "--L", "5", "--beta", "0.3", "--sweeps", "10", "-o", str(out)])
     assert exc.value.code == 2
+
+
+def test_cli_xorsat_random_and_file_instances(tmp_path, capsys):
+    out, png = tmp_path / "tts.nc", tmp_path / "survival.png"
+    cli.main(["xorsat", "--N", "24", "30", "--instances", "2", "--instance-seed", "5", "--runs", "3", "--clones", "64",
+              "--seed", "1", "--backend", "cpu", "--no-progress", "-o", str(out), "--plot", str(png)])
+    text = capsys.readouterr().out
+    ds = ge.open_dataset(out)
+    assert ds.tts_sweeps.dims == ("N", "instance", "run") and "tau (sweeps)" in text
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    inst = ge.xorsat.random_instances([24, 30], 2, seed=5)
+    same = ge.xorsat.solve(inst, clones=64, runs=3, seed=1, backend="cpu", progress=False)
+    np.testing.assert_array_equal(ds.tts_sweeps.values, same.tts_sweeps.values)
+    path = tmp_path / "one.xnf"
+    ge.xorsat.save_instance(ge.xorsat.select_instance(inst, N=30, instance=1), path)
+    cli.main(["xorsat", "--instance-file", str(path), "--runs", "3", "--clones", "64", "--seed", "1", "--backend",
+              "cpu", "--no-progress", "-o", str(tmp_path / "one.nc")])
+    one = ge.open_dataset(tmp_path / "one.nc")
+    np.testing.assert_array_equal(one.tts_sweeps.values, same.tts_sweeps.sel(N=30, instance=1).values)
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["xorsat", "--N", "24", "--p", "1.5", "-o", str(tmp_path / "x.nc")])
+    assert exit_info.value.code == 2 and "p must lie in" in capsys.readouterr().err
