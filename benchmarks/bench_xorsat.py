@@ -11,7 +11,10 @@ asv runs the ``track_*`` methods; ``python -m benchmarks.bench_xorsat [--quick]`
 * growth: the median instance's tau over ``N = 64 .. 192`` and the fitted rate ``b`` of
   ``ln tau = a + b N`` (seed: about 0.08 per variable);
 * p: the median tau over a grid of ``p`` at ``N = 128``, the optimum from a parabola
-  through ``ln tau`` around the minimum, and its pseudo-temperature ``T = -2 / ln p``.
+  through ``ln tau`` around the minimum, and its pseudo-temperature ``T = -2 / ln p``;
+* timeouts (the seed's Fig. 4): per instance, tau from full runs against the estimate
+  from runs with a timeout of a tenth of it (``ds.tts.from_timeouts``), with ``2^12``
+  clones so that tau / 10 is far above the clones' descent from their random start.
 """
 
 import argparse
@@ -28,7 +31,10 @@ THROUGHPUT = {"cuda": (256, 2**20, 2000), "cpu": (256, 2**14, 400)}
 #: N -> (instances, runs per instance) for the growth fit, on a GPU with 2^20 clones
 GROWTH = {64: (20, 8), 96: (20, 8), 128: (100, 10), 160: (20, 6), 192: (6, 4)}
 P_GRID = (0.04, 0.06, 0.08, 0.1, 0.12, 0.15, 0.2)
-QUICK = {"clones": 2**8, "growth": {24: (4, 4), 36: (4, 4), 48: (4, 4)}, "p_N": 36, "p_count": 4, "p_runs": 4}
+QUICK = {"clones": 2**8, "growth": {24: (4, 4), 36: (4, 4), 48: (4, 4)}, "p_N": 36, "p_count": 4, "p_runs": 4,
+         "timeouts": (60, 2, 32, 16, 160)}
+#: (N, instances, clones, full runs, runs with the timeout) of the timeouts section on a GPU
+TIMEOUTS = (128, 10, 2**12, 32, 320)
 
 
 def _timed_solve(instance, clones, timeout, backend):
@@ -78,7 +84,7 @@ class XorsatThroughput:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="CPU-sized cases (no GPU needed)")
-    parser.add_argument("--only", default="throughput,tau,growth,p", help="comma-separated sections")
+    parser.add_argument("--only", default="throughput,tau,growth,p,timeouts", help="comma-separated sections")
     parser.add_argument("--clones", default=None, help="comma-separated clone counts for the tau section "
                         "(default 2^20 on a GPU)")
     args = parser.parse_args(argv)
@@ -133,6 +139,31 @@ def main(argv=None):
         c2, c1, _ = np.polyfit(P_GRID[k - 1:k + 2], np.log(tau.values[k - 1:k + 2]), 2)
         best = -c1 / (2 * c2) if c2 > 0 else P_GRID[int(np.argmin(tau.values))]
         print(f"optimal p = {best:.3f} (parabola through the three lowest points), T = {-2 / np.log(best):.3f}")
+
+    if "timeouts" in sections:
+        timeouts(*(QUICK["timeouts"] if args.quick else TIMEOUTS), backend)
+
+
+def timeouts(N, count, clones, full_runs, short_runs, backend):
+    """Print tau from full runs and from runs with timeout tau / 10, per instance."""
+    instances = ge.xorsat.random_instances(N, count, seed=31)
+    full = ge.xorsat.solve(instances, clones=clones, runs=full_runs, seed=32, backend=backend, progress=False)
+    tau = full.tts.mean(time="sweeps")
+    print(f"N = {N}, {clones} clones: {'instance':>9}{'tau full':>10}{'interval':>20}{'timeout':>9}{'k / R':>10}"
+          f"{'tau from timeouts':>19}{'interval':>20}")
+    agree = 0
+    for i in range(count):
+        one = ge.xorsat.select_instance(instances, instance=i)
+        t = tau.isel(instance=i)
+        limit = max(1, int(t.tau / 10))
+        short = ge.xorsat.solve(one, clones=clones, runs=short_runs, timeout=limit, seed=33, backend=backend,
+                                progress=False)
+        est = short.tts.from_timeouts(time="sweeps")
+        agree += bool(est.lower <= t.upper) and bool(t.lower <= est.upper)
+        print(f"{'':>23}{i:>9}{float(t.tau):>10.0f}{f'[{float(t.lower):.0f}, {float(t.upper):.0f}]':>20}{limit:>9}"
+              f"{f'{int(est.solved)} / {short_runs}':>10}{float(est.tau):>19.0f}"
+              f"{f'[{float(est.lower):.0f}, {float(est.upper):.0f}]':>20}", flush=True)
+    print(f"intervals overlap for {agree} of {count} instances")
 
 
 if __name__ == "__main__":
