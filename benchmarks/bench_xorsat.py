@@ -85,8 +85,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="CPU-sized cases (no GPU needed)")
     parser.add_argument("--only", default="throughput,tau,growth,p,timeouts", help="comma-separated sections")
-    parser.add_argument("--clones", default=None, help="comma-separated clone counts for the tau section "
-                        "(default 2^20 on a GPU)")
+    parser.add_argument("--clones", default=None, help="comma-separated clone counts for the tau and growth "
+                        "sections (default 2^20 on a GPU)")
     args = parser.parse_args(argv)
     backend = "cpu" if args.quick or not gpu_available() else "cuda"
     sections = set(args.only.split(","))
@@ -106,8 +106,7 @@ def main(argv=None):
         print(f"{'N':>5}{'clones':>9}{'instances':>10}{'runs':>6}{'median tau (s)':>16}{'(sweeps)':>10}"
               f"{'median t99 (s)':>16}{'solved':>8}{'wall (s)':>10}")
         taus = {}
-        rows = [(N, c) for N in growth for c in ([clones] if args.clones is None or "growth" in sections
-                                                  else map(int, args.clones.split(",")))]
+        rows = [(N, c) for N in growth for c in ([clones] if args.clones is None else map(int, args.clones.split(",")))]
         for N, c in rows:
             if "growth" not in sections and N != 128:
                 continue
