@@ -25,8 +25,8 @@ BETA = float(theory.ISING_BETA_C)
 CASES = {
     "multispin, one lattice": ("multispin", 16384, 1, 1, 2000),
     "multispin, 32 lattices": ("multispin", 4096, 1, 32, 1000),
-    "int8, one lattice": ("int8", 16384, 1, 1, 400),
-    "int8, 32 lattices": ("int8", 4096, 1, 32, 200),
+    "int8, one lattice": ("int8", 16384, 1, 1, 1200),
+    "int8, 32 lattices": ("int8", 4096, 1, 32, 600),
     "ensemble, 64x64": ("multispin", 64, 64, 128, 20000),
 }
 CPU_CASES = {

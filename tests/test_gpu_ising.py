@@ -22,7 +22,10 @@ def test_gpu_configurations_equal_cpu(monkeypatch, path):
         monkeypatch.setattr(lattices, "RESIDENT_MAX_L", 0)
     if path == "strips":
         monkeypatch.setattr(ising_model, "STRIPS_MIN_L", 64)
-    kw = dict(L=[8, 64] if path != "int8" else [6, 16], beta=[0.3, 0.44], sweeps=40, thermalization=10,
+    # int8: L = 6 updates site by site, 16 and 264 four sites per uint32; 264 (33 quads a row)
+    # and 200 (100 words a row) give a thread of the launched kernels several stretches of a row
+    sizes = {"int8": [6, 16, 264], "launched": [8, 64, 200]}.get(path, [8, 64])
+    kw = dict(L=sizes, beta=[0.3, 0.44], sweeps=40, thermalization=10,
               realizations=5, measure_every=2, series=True, snapshot=True, seed=11,
               kernel="int8" if path == "int8" else "multispin", progress=False)
     cpu, gpu = ge.ising(backend="cpu", **kw), ge.ising(backend="cuda", **kw)

@@ -8,6 +8,7 @@ import gpuensembles as ge
 from gpuensembles import theory
 from gpuensembles._backend import lattices
 from gpuensembles.models import ising as ising_model
+from gpuensembles.models import metropolis
 
 from . import z_score
 
@@ -87,6 +88,28 @@ def test_snapshot_reproduces_the_last_measurement(monkeypatch, layout):
         e, m = _energy_and_magnetization(spins.reshape(-1, size, size))
         np.testing.assert_allclose(e, one.e.isel(sample=-1).values.ravel(), atol=1e-12)
         np.testing.assert_allclose(m, one.m.isel(sample=-1).values.ravel(), atol=1e-12)
+
+
+@pytest.mark.parametrize("L", [8, 24])
+def test_int8_quads_as_words_match_site_by_site(L):
+    # S % 4 == 0: a quad is updated as one uint32 (byte-wise bit operations); it must give the
+    # site-by-site update's spins and flip counts bit for bit, in every group.
+    S, n_groups = L // 2, 3
+    rng = np.random.default_rng(L)
+    sites = (1 - 2 * rng.integers(0, 2, n_groups * 2 * L * S)).astype(np.int8)
+    words = sites.copy()
+    thr = np.stack(metropolis.thresholds(np.array([0.2, 0.44, 0.9])), axis=-1).ravel()
+    seed, key = np.uint32(9), metropolis.philox_key(L, metropolis.TAG_INT8)
+    flips = [0, 0]
+    for hs in range(6):
+        for g in range(n_groups):
+            for y in range(L):
+                for q in range(S // 4):
+                    args = (g * 2 * L * S, 2 * g, hs % 2, y, q, L, S, False, thr, seed, key, np.uint32(hs), g)
+                    flips[0] += lattices._update_quad_sites(sites, np.empty(0, np.uint32), *args)
+                    flips[1] += lattices._update_quad_words(words, words.view(np.uint32), *args)
+        np.testing.assert_array_equal(words, sites)
+    assert flips[0] == flips[1] > 0
 
 
 def test_same_seed_same_numbers_for_any_chunking_and_cpu_mode(monkeypatch):

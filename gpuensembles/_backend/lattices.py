@@ -42,6 +42,41 @@ def items_per_row(kind: str, S: int) -> int:
     return S if kind == "multispin" else (S + 3) // 4
 
 
+def words_of(lattice, kind: str, S: int, empty):
+    """The uint32 words the update reads: the lattice itself (multi-spin), its uint32 view
+    (int8 with ``S % 4 == 0``: a quad is one aligned word), else ``empty`` (unused)."""
+    if kind == "multispin":
+        return lattice
+    return lattice.view(np.uint32) if S % 4 == 0 else empty
+
+
+# The updates, with one signature: ``(lattice, words, base, tbase, c, y, item, L, S, strips, thr,
+# seed, key, half-sweep, group)``, ``words`` as :func:`words_of` gives them.
+
+
+@metropolis.jit
+def _update_word(lattice, words, base, tbase, c, y, j, L, S, strips, thr, seed, key, hs, group):
+    return metropolis.update_word(lattice, base, tbase, c, y, j, L, S, strips, thr, seed, key, hs, group)
+
+
+@metropolis.jit
+def _update_quad_words(lattice, words, base, tbase, c, y, q, L, S, strips, thr, seed, key, hs, group):
+    # S % 4 == 0: the quad is one aligned uint32 of ``words``
+    return metropolis.update_quad_words(words, base >> 2, tbase, c, y, q, L, S >> 2, thr, seed, key, hs, group)
+
+
+@metropolis.jit
+def _update_quad_sites(lattice, words, base, tbase, c, y, q, L, S, strips, thr, seed, key, hs, group):
+    return metropolis.update_quad(lattice, base, tbase, c, y, q, L, S, strips, thr, seed, key, hs, group)
+
+
+@metropolis.jit
+def _update_quad(lattice, words, base, tbase, c, y, q, L, S, strips, thr, seed, key, hs, group):
+    if S & 3 == 0:
+        return _update_quad_words(lattice, words, base, tbase, c, y, q, L, S, strips, thr, seed, key, hs, group)
+    return _update_quad_sites(lattice, words, base, tbase, c, y, q, L, S, strips, thr, seed, key, hs, group)
+
+
 @metropolis.jit
 def _system_counts(counts, s, spg, span):
     g = s // spg
@@ -118,7 +153,7 @@ def _add_flips_sites(counts, g, n):
 def cpu_runner(kind: str):
     """``run(...)`` (see the module docstring) for the CPU, parallel over the items of a half-sweep."""
     multispin = kind == "multispin"
-    update = metropolis.update_word if multispin else metropolis.update_quad
+    update = _update_word if multispin else _update_quad
     add_flips = _add_flips_words if multispin else _add_flips_sites
     measure = _measure_words if multispin else _measure_sites
     stride = metropolis.THRESHOLD_STRIDE[kind]
@@ -133,8 +168,8 @@ def cpu_runner(kind: str):
             metropolis.record(bins, series, s, i, n_measurements, L * L, down, anti, n_flips)
 
     @numba.njit(parallel=True)
-    def run_groups(lattice, thr, group0, seed, key, L, S, strips, spg, span, n_systems, therm, sweeps, every, row,
-                   bins, series):
+    def run_groups(lattice, words, thr, group0, seed, key, L, S, strips, spg, span, n_systems, therm, sweeps, every,
+                   row, bins, series):
         # Many groups: each thread runs whole groups through the whole schedule.
         per_group = 2 * L * S
         n_groups = lattice.size // per_group
@@ -146,8 +181,8 @@ def cpu_runner(kind: str):
                 for c in range(2):
                     for y in range(L):
                         for q in range(row):
-                            f = update(lattice, g * per_group, g * stride, c, y, q, L, S, strips, thr, seed, key,
-                                       np.uint32(2 * t + c), group0 + g)
+                            f = update(lattice, words, g * per_group, g * stride, c, y, q, L, S, strips, thr, seed,
+                                       key, np.uint32(2 * t + c), group0 + g)
                             if measured:
                                 add_flips(counts, g, f)
                 if measured:
@@ -156,7 +191,7 @@ def cpu_runner(kind: str):
                     i += 1
 
     @numba.njit(parallel=True)
-    def run_items(lattice, thr, group0, seed, key, L, S, strips, spg, span, n_systems, therm, sweeps, every, row,
+    def run_items(lattice, words, thr, group0, seed, key, L, S, strips, spg, span, n_systems, therm, sweeps, every, row,
                   bins, series):
         # Few large lattices: the items of each half-sweep are spread over the threads.
         per_group = 2 * L * S
@@ -171,8 +206,8 @@ def cpu_runner(kind: str):
                 for item in numba.prange(n_groups * items):
                     g = item // items
                     y = (item - g * items) // row
-                    flips[item] = update(lattice, g * per_group, g * stride, c, y, item - g * items - y * row, L, S,
-                                         strips, thr, seed, key, np.uint32(2 * t + c), group0 + g)
+                    flips[item] = update(lattice, words, g * per_group, g * stride, c, y, item - g * items - y * row,
+                                         L, S, strips, thr, seed, key, np.uint32(2 * t + c), group0 + g)
                 if measured:
                     for g in numba.prange(n_groups):
                         for k in range(items):
@@ -187,8 +222,9 @@ def cpu_runner(kind: str):
         therm, sweeps, every = schedule
         n_groups = lattice.size // (2 * L * S)
         many = n_groups >= numba.config.NUMBA_NUM_THREADS or n_groups * L * S < _MIN_ITEMS_PER_HALF_SWEEP
+        words = words_of(lattice, kind, S, np.empty(0, np.uint32))
         (run_groups if many else run_items)(
-            lattice, thr, np.uint32(group0), np.uint32(seed), np.uint32(key), L, S, strips, spg, span, n_systems,
+            lattice, words, thr, np.uint32(group0), np.uint32(seed), np.uint32(key), L, S, strips, spg, span, n_systems,
             therm, sweeps, every, items_per_row(kind, S), bins, series)
 
     return run
@@ -201,6 +237,14 @@ _MAX_GRID_Z = 65535
 _RESIDENT_THREADS = 256
 _ALL_LANES = 0xFFFFFFFF
 _TRANSPOSE = ((16, 0x0000FFFF), (8, 0x00FF00FF), (4, 0x0F0F0F0F), (2, 0x33333333), (1, 0x55555555))
+
+#: Update items per thread of the launched half-sweep kernel: one-off work (thresholds, key
+#: schedule, row indices) is shared by that many items. On an H200 (16384^2), 4 items beat 1
+#: by 15% (multi-spin) and 30% (int8); 8 gained nothing more.
+_ITEMS_PER_THREAD = {"multispin": 4, "int8": 4}
+#: Rows per block of the launched kernels (blocks of 32 x _BLOCK_ROWS threads): 4 was a
+#: little faster than 8 on an H200, for both kernels.
+_BLOCK_ROWS = 4
 
 #: Largest lattice the resident multi-spin kernel keeps in shared memory (``4 L^2`` bytes
 #: per group of 32 lattices, within the 48 KiB every GPU grants without opting in).
@@ -256,47 +300,70 @@ def cuda_runner(kind: str):
     # The simulator runs the shared jit functions on the CPU, on numpy views of its arrays.
     sim = simulating_cuda()
     view = _simulator_view if sim else _identity
-    update = metropolis.update_word if multispin else metropolis.update_quad
-    if not sim:  # a device function from the Python source (wrapping the CPU dispatcher
-        # itself can bind a CUDA call to a CPU overload of the same signature)
-        update = cuda.jit(device=True)(update.py_func)
+
+    def device(update):
+        # A device function from the Python source (wrapping the CPU dispatcher itself can
+        # bind a CUDA call to a CPU overload of the same signature).
+        return update if sim else cuda.jit(device=True)(update.py_func)
+
     stride = metropolis.THRESHOLD_STRIDE[kind]
+    per_thread = _ITEMS_PER_THREAD[kind]
     lane_count = _lane_count_device()
     buf_size = 1024 if simulating_cuda() else 1
 
     @cuda.jit(device=True)
     def load_thresholds(planes, thr, g, n_groups):
-        # The block's group's thresholds, read once into shared memory.
+        # The block's group's thresholds, read once into shared memory (a while loop in
+        # 32 bits: a range with a run-time step would cost every thread a division).
         if g < n_groups:
-            for t in range(cuda.threadIdx.y * cuda.blockDim.x + cuda.threadIdx.x, stride,
-                           cuda.blockDim.x * cuda.blockDim.y):
+            t = np.uint32(cuda.threadIdx.y * cuda.blockDim.x + cuda.threadIdx.x)
+            while t < stride:
                 planes[t] = thr[g * stride + t]
+                t = np.uint32(t + np.uint32(cuda.blockDim.x * cuda.blockDim.y))
         cuda.syncthreads()
 
-    @cuda.jit
-    def half_sweep(lattice, thr, c, row, g0, n_groups, L, S, strips, seed, key, hs, group0, count, counts):
-        # Grid (items of a row / 32, L / 8, groups), blocks (32, 8): a warp is one stretch of a row.
-        buf = cuda.shared.array(buf_size, dtype=numba.uint32)
-        planes = cuda.shared.array(64, dtype=numba.uint32)
-        lattice, thr = view(lattice), view(thr)
-        q, y = cuda.grid(2)
-        g = g0 + cuda.blockIdx.z
-        load_thresholds(planes, thr, g, n_groups)
-        f = np.uint32(0)
-        if g < n_groups and q < row and y < L:
-            f = np.uint32(update(lattice, g * 2 * L * S, 0, c, y, q, L, S, strips, planes, seed, key, hs,
-                                 group0 + g))
-        if count:
-            if multispin:
-                n = lane_count(f, buf)
-                if g < n_groups and n > 0:
-                    cuda.atomic.add(counts, (g, cuda.threadIdx.x & 31, 2), np.int64(n))
-            elif f > 0:
-                cuda.atomic.add(counts, (g, 0, 2), np.int64(f))
+    def half_sweep_kernel(update):
+        # int8 has two: four sites per uint32 (S % 4 == 0) and site by site. The first alone
+        # needs 32 registers (both in one kernel 48): 2048 threads fit on a multiprocessor, not 1280.
+        @cuda.jit
+        def half_sweep(lattice, words, thr, c, row, g0, n_groups, L, S, strips, seed, key, hs, group0, count, counts):
+            # Grid (items of a row / (32 K), L / R, groups), blocks (32, R) (R = _BLOCK_ROWS): a
+            # warp takes K = per_thread stretches of 32 items of a row.
+            buf = cuda.shared.array(buf_size, dtype=numba.uint32)
+            lattice, words, thr = view(lattice), view(words), view(thr)
+            y = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
+            g = g0 + cuda.blockIdx.z
+            if multispin:  # 64 bit planes, read bit-serially: shared memory
+                table = cuda.shared.array(64, dtype=numba.uint32)
+                load_thresholds(table, thr, g, n_groups)
+                tbase = 0
+            else:  # two thresholds: straight from global memory, no barrier
+                table = thr
+                tbase = g * stride
+            active = g < n_groups and y < L
+            base = g * 2 * L * S
+            q = np.uint32(cuda.blockIdx.x * (32 * per_thread) + cuda.threadIdx.x)
+            n = 0
+            for _ in range(per_thread):
+                f = np.uint32(0)
+                if active and q < np.uint32(row):
+                    f = np.uint32(update(lattice, words, base, tbase, c, y, q, L, S, strips, table, seed, key, hs,
+                                         group0 + g))
+                if count:
+                    n += lane_count(f, buf) if multispin else f
+                q = np.uint32(q + np.uint32(32))
+            if count and g < n_groups and n > 0:
+                cuda.atomic.add(counts, (g, cuda.threadIdx.x & 31 if multispin else 0, 2), np.int64(n))
+
+        return half_sweep
+
+    update = device(_update_word)
+    half_sweep = half_sweep_kernel(update if multispin else device(_update_quad_words))
+    half_sweep_sites = None if multispin else half_sweep_kernel(device(_update_quad_sites))
 
     @cuda.jit
     def measure(lattice, row, g0, n_groups, L, S, strips, counts):
-        # The grid of half_sweep; int8 takes whole rows (``row = 1``).
+        # The grid of half_sweep (with one item per thread); int8 takes whole rows (``row = 1``).
         buf = cuda.shared.array(buf_size, dtype=numba.uint32)
         lattice = view(lattice)
         j, y = cuda.grid(2)
@@ -358,7 +425,7 @@ def cuda_runner(kind: str):
                     f = np.uint32(0)
                     if k < words:
                         y = k // np.uint32(S)  # 32-bit division: far cheaper than 64-bit on a GPU
-                        f = np.uint32(update(sh, 0, 0, c, y, k - y * np.uint32(S), L, S, False, planes, seed, key,
+                        f = np.uint32(update(sh, sh, 0, 0, c, y, k - y * np.uint32(S), L, S, False, planes, seed, key,
                                              np.uint32(2 * t + c), group0 + g))
                     if measured:
                         flips += lane_count(f, buf)
@@ -410,8 +477,9 @@ def cuda_runner(kind: str):
                 resident[n_groups, threads, stream, 8 * L * S](d_lattice, d_thr, group0, seed, key, L, S, therm,
                                                                sweeps, every, n_systems, d_bins, d_series)
             else:
-                sweep = functools.partial(launch, stream, d_lattice, d_thr, d_counts, n_groups, L, S, strips, seed,
-                                          key, group0)
+                d_words = words_of(d_lattice, kind, S, cuda.device_array(0, np.uint32))
+                sweep = functools.partial(launch, stream, d_lattice, d_words, d_thr, d_counts, n_groups, L, S, strips,
+                                          seed, key, group0)
                 i = 0
                 for t in range(therm + sweeps):
                     measured = t >= therm and (t - therm + 1) % every == 0
@@ -425,20 +493,21 @@ def cuda_runner(kind: str):
                 device.copy_to_host(host, stream=stream)
         stream.synchronize()
 
-    def launch(stream, d_lattice, d_thr, d_counts, n_groups, L, S, strips, seed, key, group0, t, measured):
+    def launch(stream, d_lattice, d_words, d_thr, d_counts, n_groups, L, S, strips, seed, key, group0, t, measured):
         """Sweep ``t`` (two half-sweep launches), then the measurement counts if ``measured``."""
-        block = (32, 2) if simulating_cuda() else (32, 8)
+        block = (32, 2) if simulating_cuda() else (32, _BLOCK_ROWS)
         for g0 in range(0, n_groups, _MAX_GRID_Z):
             z = min(_MAX_GRID_Z, n_groups - g0)
             row = items_per_row(kind, S)
-            grid = (-(-row // 32), -(-L // block[1]), z)
+            grid = (-(-row // (32 * per_thread)), -(-L // block[1]), z)
+            kernel = half_sweep if multispin or S % 4 == 0 else half_sweep_sites
             for c in range(2):
-                half_sweep[grid, block, stream](d_lattice, d_thr, c, row, g0, n_groups, L, S, strips, seed, key,
-                                                np.uint32(2 * t + c), group0, measured, d_counts)
+                kernel[grid, block, stream](d_lattice, d_words, d_thr, c, row, g0, n_groups, L, S, strips, seed, key,
+                                            np.uint32(2 * t + c), group0, measured, d_counts)
             if measured:
                 row = S if multispin else 1
                 grid = (-(-row // 32), -(-L // block[1]), z)
                 measure[grid, block, stream](d_lattice, row, g0, n_groups, L, S, strips, d_counts)
 
-    run.kernels = (half_sweep, measure, record, resident)
+    run.kernels = tuple(k for k in (half_sweep, half_sweep_sites, measure, record, resident) if k is not None)
     return run

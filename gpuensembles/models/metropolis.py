@@ -13,7 +13,9 @@ neighbours are sites ``h`` of rows ``y +- 1`` and sites ``h`` and ``h + 1`` (whe
 ``2 L S`` items.
 
 * **int8 kernel** (the reference): one byte per spin (+1 / -1), ``S = L/2``, a group is
-  one lattice. One Philox block gives the four 32-bit uniforms of four sites.
+  one lattice. One Philox block gives the four 32-bit uniforms of four sites (a *quad*).
+  When ``S % 4 == 0`` a quad is one aligned uint32 and its four sites are updated together
+  with byte-wise bit operations (:func:`update_quad_words`), with the same result.
 * **multi-spin kernel**: one bit per spin (1 = spin down), 32 spins per uint32 word.
   The 32 *lanes* of a word are either 32 independent lattices (``replicas`` layout,
   ``S = L/2``: a group is 32 systems) or 32 strips of one lattice (``strips`` layout,
@@ -42,8 +44,11 @@ from ..rng import jit, philox4x32
 
 ALL_ONES = np.uint32(0xFFFFFFFF)
 # Array indices are cast to uint64: numba then skips its negative-index wraparound code,
-# which was a third of the instructions of the CUDA update loop.
+# which was a third of the instructions of the CUDA update loop. Offsets within a group
+# (``< 2 L S <= 2^32``) are computed in 32 bits (``_at``, ``_row``, ``_rows_around``): numba
+# computes integers in 64 bits, which a GPU emulates with two or three instructions each.
 _U = np.uint64
+_I = np.uint32
 _ONE = np.uint32(1)
 _LAST = np.uint32(31)
 
@@ -88,8 +93,29 @@ def bit_planes(p: np.ndarray) -> np.ndarray:
 
 
 @jit
+def _at(base, k):
+    """Array index of item ``k`` (a 32-bit offset) of the group stored from ``lat[base]``."""
+    return _U(base) + _U(_I(k))
+
+
+@jit
 def _row(c, y, L, S):
-    return (c * L + y) * S
+    return _I((_I(c) * _I(L) + _I(y)) * _I(S))
+
+
+@jit
+def _rows_around(y, L):
+    """Rows ``y - 1`` and ``y + 1`` of a torus of ``L`` rows (32-bit)."""
+    y = _I(y)
+    up = _I(y - _ONE) if y != 0 else _I(_I(L) - _ONE)
+    down = _I(y + _ONE)
+    return up, down if down != _I(L) else _I(0)
+
+
+@jit
+def _odd(y, c):
+    """Whether row ``y`` of colour ``c`` holds the odd columns (its side neighbour is item ``j + 1``)."""
+    return (_I(y) ^ _I(c)) & _ONE
 
 
 @jit
@@ -97,22 +123,24 @@ def neighbours(lat, base, c, y, j, L, S):
     """The four neighbours of item ``(c, y, j)``, and ``+1`` / ``-1`` if the side one wrapped
     past the end / start of its row (0 otherwise)."""
     o = 1 - c
-    up = lat[_U(base + _row(o, y - 1 if y > 0 else L - 1, L, S) + j)]
-    down = lat[_U(base + _row(o, y + 1 if y + 1 < L else 0, L, S) + j)]
-    row = base + _row(o, y, L, S)
-    same = lat[_U(row + j)]
+    j = _I(j)
+    y_up, y_down = _rows_around(y, L)
+    up = lat[_at(base, _row(o, y_up, L, S) + j)]
+    down = lat[_at(base, _row(o, y_down, L, S) + j)]
+    row = _row(o, y, L, S)
+    same = lat[_at(base, row + j)]
     wrapped = 0
-    if (y + c) & 1:
-        if j + 1 < S:
-            side = lat[_U(row + j + 1)]
+    if _odd(y, c):
+        if _I(j + _ONE) != _I(S):
+            side = lat[_at(base, row + j + _ONE)]
         else:
-            side = lat[_U(row)]
+            side = lat[_at(base, row)]
             wrapped = 1
     else:
-        if j > 0:
-            side = lat[_U(row + j - 1)]
+        if j != 0:
+            side = lat[_at(base, row + j - _ONE)]
         else:
-            side = lat[_U(row + S - 1)]
+            side = lat[_at(base, row + _I(S) - _ONE)]
             wrapped = -1
     return up, down, same, side, wrapped
 
@@ -132,7 +160,7 @@ def _word_and_neighbours(lat, base, c, y, j, L, S, strips):
     up, down, same, side, wrapped = neighbours(lat, base, c, y, j, L, S)
     if strips and wrapped != 0:
         side = _across_strips(side, wrapped)
-    w = _U(base + _row(c, y, L, S) + j)
+    w = _at(base, _row(c, y, L, S) + _I(j))
     s = lat[w]
     return w, s, np.uint32(s ^ up), np.uint32(s ^ down), np.uint32(s ^ same), np.uint32(s ^ side)
 
@@ -194,7 +222,7 @@ def update_word(lat, base, tbase, c, y, j, L, S, strips, thr, seed, key, half_sw
 @jit
 def _update_site(lat, base, c, y, h, L, S, p4, p8, u):
     up, down, same, side, _ = neighbours(lat, base, c, y, h, L, S)
-    w = _U(base + _row(c, y, L, S) + h)
+    w = _at(base, _row(c, y, L, S) + _I(h))
     s = np.int32(lat[w])
     dE = 2 * s * (np.int32(up) + np.int32(down) + np.int32(same) + np.int32(side))
     if dE <= 0 or u < (p4 if dE == 4 else p8):
@@ -221,6 +249,55 @@ def update_quad(lat, base, tbase, c, y, q, L, S, strips, thr, seed, key, half_sw
     return flips
 
 
+#: Bit 7 of every byte of a word: the sign bit of four int8 spins (set = spin down).
+_SIGNS = np.uint32(0x80808080)
+_BYTE = np.uint32(8)
+_BYTES3 = np.uint32(24)
+_SITES = np.uint32(0x01010101)
+_FLIP_BYTE = np.uint32(0xFE)  # +1 (0x01) XOR 0xFE = -1 (0xFF) and back
+_BIT7, _BIT15, _BIT23, _BIT31 = np.uint32(7), np.uint32(15), np.uint32(23), np.uint32(31)
+
+
+@jit
+def _accepts(one, bit, u, p4, p8):
+    """Bit ``bit`` (bit 7 of a site's byte) if the site's uniform ``u`` is below its threshold
+    (``p4`` where ``one`` has that bit set, i.e. ``dE = 4``, else ``p8``)."""
+    t = p4 if (one >> bit) & _ONE else p8
+    return np.uint32(_ONE << bit) if u < t else np.uint32(0)
+
+
+@jit
+def update_quad_words(words, base, tbase, c, y, q, L, Q, thr, seed, key, half_sweep, group):
+    """:func:`update_quad` for ``S = 4 Q``, four sites at once (SWAR): the quad is word
+    ``base + (c L + y) Q + q`` of ``words``, a uint32 view of the int8 lattice (site ``4q + k``
+    is byte ``k``; +1 = 0x01, -1 = 0xFF, so bit 7 of a byte is the spin). Same random
+    numbers, same decisions, same result as :func:`update_quad`; returns the number of flips.
+    """
+    q = _I(q)
+    o = 1 - c
+    y_up, y_down = _rows_around(y, L)
+    row = _row(o, y, L, Q)  # the other colour's row y
+    at = _at(base, _row(c, y, L, Q) + q)
+    s = words[at]
+    up = words[_at(base, _row(o, y_up, L, Q) + q)]
+    down = words[_at(base, _row(o, y_down, L, Q) + q)]
+    same = words[_at(base, row + q)]
+    if _odd(y, c):  # sites 4q + k + 1: bytes 1..3 of `same`, byte 0 of the next word
+        nxt = _I(q + _ONE)
+        side = np.uint32((same >> _BYTE) | (words[_at(base, row + (nxt if nxt != _I(Q) else _I(0)))] << _BYTES3))
+    else:  # sites 4q + k - 1: byte 3 of the previous word, bytes 0..2 of `same`
+        side = np.uint32((same << _BYTE) | (words[_at(base, row + (q - _ONE if q != 0 else _I(Q) - _ONE))] >> _BYTES3))
+    two_or_more, one, _ = classify(np.uint32(s ^ up), np.uint32(s ^ down), np.uint32(s ^ same), np.uint32(s ^ side))
+    p4 = thr[_U(tbase)]
+    p8 = thr[_U(tbase + 1)]
+    r0, r1, r2, r3 = philox4x32(half_sweep, 0, y * Q + q, group, seed, key)
+    flip = np.uint32((two_or_more & _SIGNS) | _accepts(one, _BIT7, r0, p4, p8) | _accepts(one, _BIT15, r1, p4, p8)
+                     | _accepts(one, _BIT23, r2, p4, p8) | _accepts(one, _BIT31, r3, p4, p8))
+    flip = np.uint32(flip >> _BIT7)  # bit 0 of each flipped site's byte
+    words[at] = np.uint32(s ^ np.uint32(flip * _FLIP_BYTE))
+    return np.uint32(flip * _SITES) >> _BYTES3  # the bytes' sum
+
+
 @jit
 def anti_aligned(lat, base, y, j, L, S, strips):
     """Bit planes ``(ones, twos, fours)`` of the number of anti-aligned neighbours of black word ``(y, j)``."""
@@ -243,9 +320,9 @@ def site_counts(lat, base, k, L, S):
     anti = 0
     for h in range(S):
         up, dn, same, side, _ = neighbours(lat, base, 0, k, h, L, S)
-        s = np.int32(lat[base + _row(0, k, L, S) + h])
+        s = np.int32(lat[_at(base, _row(0, k, L, S) + _I(h))])
         anti += (4 - s * (np.int32(up) + np.int32(dn) + np.int32(same) + np.int32(side))) // 2
-        down += (1 - s) // 2 + (1 - np.int32(lat[base + _row(1, k, L, S) + h])) // 2
+        down += (1 - s) // 2 + (1 - np.int32(lat[_at(base, _row(1, k, L, S) + _I(h))])) // 2
     return down, anti
 
 
