@@ -101,6 +101,8 @@ def test_simulator_xorsat_equals_cpu_bit_for_bit(simulated):
     cpu = ge.xorsat.solve(instance, backend="cpu", **kw)
     sim = simulated["xorsat"]
     assert sim.pop("device") == "CUDA simulator"
-    assert not cpu.solved.all() and cpu.solved.any()  # both outcomes are exercised
+    # both outcomes, and a run that word 0 solves early (word 1 then stops early)
+    assert not cpu.solved.all()
+    assert np.any(cpu.solved & (cpu.clone < 32) & (cpu.tts_sweeps < XORSAT["timeout"] - 2))
     for name, values in sim.items():
         np.testing.assert_array_equal(np.asarray(values), cpu[name].values, err_msg=name)

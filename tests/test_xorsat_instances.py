@@ -446,3 +446,19 @@ def test_generator_gives_up(monkeypatch):
 def test_constants():
     assert (N_MIN, N_MAX, xi.MAX_TRIES) == (4, 65536, 10_000)
     assert random_instance(N_MIN, 0).sizes["triplet"] == N_MIN
+
+
+def test_contradictory_parities_are_reported_on_load(tmp_path):
+    inst = random_instance(30, seed=4)  # nullity 1: one linear relation among the parities
+    assert xi.satisfiable(inst.triplets.values, inst.parity.values)
+    verdicts = []
+    for a in range(30):
+        parity = inst.parity.values.copy()
+        parity[a] ^= 1
+        verdicts.append(xi.satisfiable(inst.triplets.values, parity))
+    assert 0 < verdicts.count(False) < 30
+    a = verdicts.index(False)
+    broken = inst.drop_vars("planted")
+    broken["parity"][a] ^= 1
+    save_instance(broken, tmp_path / "broken.xnf")
+    assert load_instance(tmp_path / "broken.xnf").attrs["ground_states"].startswith("0 ")

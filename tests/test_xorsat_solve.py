@@ -55,20 +55,56 @@ def _unsatisfied(instance, bits):
     return (np.bitwise_xor.reduce(bits[..., tri], axis=-1) != instance["parity"].values).sum(axis=-1)
 
 
-@pytest.mark.parametrize("p", [0.3, 1.0])
-def test_runs_follow_the_reference_dynamics_exactly(small, p):
-    clones, seed = 40, 9  # 40: a partial second word
-    ds = ge.xorsat.solve(small, p=p, clones=clones, timeout=6, runs=2, seed=seed, backend="cpu", progress=False)
-    for run in range(2):
-        history = _reference_run(small, p, clones, seed, 6, run=run)
-        energy = _unsatisfied(small, history)  # (sweeps + 1, clones)
-        hits = np.argwhere(energy == 0)  # rows sorted by sweep, then clone
+def _check_against_reference(ds, instance, p, clones, seed, timeout, **indices):
+    """Every run of ``ds`` (dims ``run`` only) matches :func:`_reference_run`."""
+    for run in range(ds.sizes["run"]):
+        history = _reference_run(instance, p, clones, seed, timeout, run=run, **indices)
+        hits = np.argwhere(_unsatisfied(instance, history) == 0)  # (sweep, clone), sorted by sweep then clone
         got = ds.isel(run=run)
         if len(hits):
             assert bool(got.solved) and (int(got.tts_sweeps), int(got.clone)) == tuple(hits[0])
-            np.testing.assert_array_equal(got.solution.values, history[hits[0][0], hits[0][1]])
+            np.testing.assert_array_equal(got.solution.values[:instance.sizes["variable"]],
+                                          history[hits[0][0], hits[0][1]])
         else:
-            assert not bool(got.solved) and int(got.tts_sweeps) == 6 and int(got.clone) == -1
+            assert not bool(got.solved) and int(got.tts_sweeps) == timeout and int(got.clone) == -1
+
+
+@pytest.mark.parametrize("p, seed", [(0.3, 23), (1.0, 9), (0.0, 9)])
+def test_runs_follow_the_reference_dynamics_exactly(small, p, seed):
+    # 33 clones: the second word has 31 unused lanes; with seed 23 one of them (clone 40)
+    # would be the first solution of run 1 if they were not masked
+    ds = ge.xorsat.solve(small, p=p, clones=33, timeout=6, runs=2, seed=seed, backend="cpu", progress=False)
+    _check_against_reference(ds, small, p, 33, seed, 6)
+
+
+def test_instance_and_p_positions_select_the_random_streams():
+    stack = ge.xorsat.random_instances(24, count=2, seed=4)
+    ds = ge.xorsat.solve(stack, p=[0.1, 0.3], clones=40, timeout=6, runs=2, seed=5, backend="cpu", progress=False)
+    one = ge.xorsat.select_instance(stack, instance=1)
+    _check_against_reference(ds.isel(p=1, instance=1), one, 0.3, 40, 5, 6, instance_index=1, p_index=1)
+    # an instance solved alone gets the streams of its index in the stack
+    alone = ge.xorsat.solve(one, p=[0.1, 0.3], clones=40, timeout=6, runs=2, seed=5, backend="cpu", progress=False)
+    for name in ("tts_sweeps", "clone", "solution"):
+        np.testing.assert_array_equal(alone[name].values, ds[name].isel(instance=1).values)
+    # ... also without attrs (a plain isel of the stack: index from the instance coordinate)
+    bare = ge.xorsat.solve(stack.isel(instance=1), p=[0.1, 0.3], clones=40, timeout=6, runs=2, seed=5,
+                           backend="cpu", progress=False)
+    np.testing.assert_array_equal(bare.tts_sweeps.values, alone.tts_sweeps.values)
+
+
+@pytest.mark.parametrize("N", [24, 128, 512])
+def test_independent_sets_partition_the_variables(N):
+    triplets = ge.xorsat.random_instance(N, seed=1)["triplets"].values
+    order, bounds = solver.independent_sets(triplets, N)
+    assert sorted(order.tolist()) == list(range(N)) and bounds[0] == 0 and bounds[-1] == N
+    assert np.all(np.diff(bounds) >= 1) and np.all(np.diff(bounds) <= 32)
+    which = np.empty(N, dtype=np.int64)
+    for s in range(len(bounds) - 1):
+        which[order[bounds[s]:bounds[s + 1]]] = s
+    sets = which[triplets]  # (triplet, 3): no two variables of a triplet in one set
+    assert np.all((sets[:, 0] != sets[:, 1]) & (sets[:, 0] != sets[:, 2]) & (sets[:, 1] != sets[:, 2]))
+    with pytest.raises(ValueError, match="size"):
+        solver.independent_sets(triplets, N, size=33)
 
 
 def test_every_reported_solution_satisfies_every_triplet():
@@ -95,11 +131,12 @@ def test_same_seed_same_result_for_any_chunking(small):
     assert not np.array_equal(other.tts_sweeps.values, eager.tts_sweeps.values)
 
 
-def test_timeout_censors_runs(small):
-    ds = ge.xorsat.solve(small, p=0.0, clones=32, timeout=5, runs=3, seed=1, backend="cpu", progress=False)
-    # p = 0 is greedy descent: whatever is not solved within 5 sweeps is reported at the timeout
-    assert np.all(ds.tts_sweeps.where(~ds.solved, 5) == 5)
-    assert np.all(ds.tts_seconds >= 0) and ds.attrs["timeout_sweeps"] == 5
+def test_batches_of_runs_give_the_same_runs(small, monkeypatch):
+    kw = dict(p=0.2, clones=64, runs=5, seed=3, timeout=50, backend="cpu", progress=False)
+    whole = ge.xorsat.solve(small, **kw)
+    monkeypatch.setattr(solver, "BATCH_BYTES", 2 * 4 * 24)  # two runs of two words per runner call
+    for name in ("tts_sweeps", "clone", "solution"):
+        np.testing.assert_array_equal(ge.xorsat.solve(small, **kw)[name].values, whole[name].values)
 
 
 @pytest.mark.slow
@@ -122,8 +159,10 @@ def test_tts_is_exponential_and_timeouts_recover_tau():
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"p": 1.5}, "p"), ({"p": -0.1}, "p"), ({"p": np.nan}, "p"), ({"clones": 0}, "clones"),
-    ({"runs": 0}, "runs"), ({"timeout": -1}, "timeout"), ({"p": 0.0}, "timeout"), ({"backend": "tpu"}, "backend"),
-    ({"seed": -1}, "seed"),
+    ({"runs": 0}, "runs"), ({"timeout": -1}, "timeout"), ({"timeout": solver.MAX_TIMEOUT + 1}, "timeout"),
+    ({"p": 0.0}, "timeout"), ({"p": [0.1, 0.0]}, "timeout"), ({"p": 1e-12}, "timeout"), ({"p": 1.0}, "timeout"),
+    ({"p": xr.DataArray([0.1, 0.2], dims="T")}, "dimension"), ({"p": [[0.1]]}, "p"),
+    ({"clones": 2**32}, "clones"), ({"backend": "tpu"}, "backend"), ({"seed": -1}, "seed"),
 ])
 def test_bad_arguments_raise_before_running(small, kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -137,6 +176,16 @@ def test_bad_instances_raise(small):
     broken["triplets"][0, 0] = broken["triplets"][0, 1]
     with pytest.raises(ValueError):
         ge.xorsat.solve(broken, backend="cpu")
+    # nullity 1: the 30 parities obey one linear relation; flipping a parity in it leaves no solution
+    redundant = ge.xorsat.random_instance(30, seed=4)
+    assert redundant.attrs["nullity"] == 1
+    flipped = [redundant.copy(deep=True).drop_vars("planted") for _ in range(30)]
+    for a, inst in enumerate(flipped):
+        inst["parity"][a] ^= 1
+    contradictory = [i for i in flipped if not ge.xorsat.satisfiable(i.triplets.values, i.parity.values)]
+    assert len(contradictory) >= 3  # the relation involves at least three triplets
+    with pytest.raises(ValueError, match="no solution"):
+        ge.xorsat.solve(contradictory[0], timeout=5, backend="cpu")
     with pytest.raises(ValueError, match="N <="):
         ge.xorsat.solve(ge.xorsat.random_instance(solver.MAX_N + 3, seed=1), backend="cpu")
 

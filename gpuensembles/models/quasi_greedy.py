@@ -21,8 +21,10 @@ Random bits. A clone with ``u = 1`` flips when a fresh uniform 32-bit integer
 ``U < P = floor(p 2^32)`` (``p = 1``: always): exact to ``2^-32``. The comparison is
 bit-serial over the word's undecided clones, from the most significant bit; random word
 ``k`` supplies bit ``31 - k`` of every clone's own ``U`` and the loop stops once every
-clone is decided (two words per clone on average, at most 32), so no random bit feeds
-two decisions and each clone's decision is independent of the others. Random words come
+clone is decided (a clone is decided after two words on average; the word's loop runs
+until its last clone is, at most 32 words) or ``P``'s remaining bits are all zero (then
+``U >= P`` for every undecided clone), so no random bit feeds two decisions and each
+clone's decision is independent of the others. Random words come
 from Philox4x32-10 with key ``(seed, instance | p_index << 16)`` and counter ``(sweep,
 v | block << 12 | N << 16, word, run)``; a clone's trajectory therefore depends only on
 the seed, the instance, ``p``'s position, the run and the clone, never on chunking,
@@ -82,12 +84,10 @@ def _flips_u1(undecided, P, always, seed, key1, t, node, word, run):
     """Which of the ``undecided`` clones (``u = 1``) flip: ``U < P`` bit-serially (see module docstring)."""
     if always:
         return undecided
-    if P == 0:
-        return np.uint32(0)
     accept = np.uint32(0)
     k = 0
     r0 = r1 = r2 = r3 = np.uint32(0)
-    while undecided != 0 and k < 32:
+    while undecided != 0 and np.uint32(P << np.uint32(k)) != 0:  # once P's remaining bits are 0, U >= P
         q = k & 3
         if q == 0:
             r0, r1, r2, r3 = philox4x32(t, np.uint32(node | ((k >> 2) << 12)), word, run, seed, key1)

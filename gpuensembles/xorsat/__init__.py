@@ -12,10 +12,11 @@ from .instances import (
     nullity,
     random_instance,
     random_instances,
+    satisfiable,
     save_instance,
     select_instance,
 )
 from .solver import independent_sets, solve
 
-__all__ = ["random_instance", "random_instances", "select_instance", "check_instance", "nullity", "energy",
-           "save_instance", "load_instance", "solve", "independent_sets"]
+__all__ = ["random_instance", "random_instances", "select_instance", "check_instance", "nullity", "satisfiable",
+           "energy", "save_instance", "load_instance", "solve", "independent_sets"]

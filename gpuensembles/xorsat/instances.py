@@ -344,17 +344,41 @@ def nullity(triplets, N: int) -> int:
         raise ValueError(f"triplets must be an integer array of shape (M, 3), got shape {t.shape} dtype {t.dtype}")
     if t.size and (t.min() < 0 or t.max() >= N):
         raise ValueError(f"triplets must hold variable indices in [0, {N}), got values in [{t.min()}, {t.max()}]")
+    return N - _eliminate(t, np.zeros(len(t), dtype=np.uint8))[0]
+
+
+def satisfiable(triplets, parity) -> bool:
+    """Whether some configuration satisfies every triplet (the GF(2) system ``A x = b`` is consistent).
+
+    Parameters
+    ----------
+    triplets : array_like of int, shape (M, 3)
+        0-based variable indices.
+    parity : array_like of {0, 1}, shape (M,)
+        ``b_a``: triplet ``a`` is satisfied when the XOR of its variables is ``b_a``.
+    """
+    return _eliminate(np.asarray(triplets), np.asarray(parity))[1]
+
+
+def _eliminate(t: np.ndarray, parity: np.ndarray) -> tuple:
+    """``(rank, consistent)`` of ``A x = b`` by Gaussian elimination over GF(2).
+
+    Rows are Python ints: bit 0 holds ``b_a``, bit ``v + 1`` variable ``v``; a basis keyed
+    by leading bit. A row that reduces to ``b = 1`` alone is a contradiction.
+    """
     basis: dict[int, int] = {}
-    for i, j, k in t.tolist():
-        row = (1 << i) ^ (1 << j) ^ (1 << k)
-        while row:
+    consistent = True
+    for (i, j, k), b in zip(t.tolist(), parity.tolist()):
+        row = (2 << i) ^ (2 << j) ^ (2 << k) ^ int(b)
+        while row > 1:
             lead = row.bit_length() - 1
             pivot = basis.get(lead)
             if pivot is None:
                 basis[lead] = row
                 break
             row ^= pivot
-    return N - len(basis)
+        consistent &= row != 1
+    return len(basis), consistent
 
 
 def _instance_N(ds: xr.Dataset) -> int:
@@ -627,5 +651,6 @@ def _parse_xnf(text: str, name: str) -> xr.Dataset:
             fail(0, f"not 3-regular: variable {v + 1} is in {degree.get(v, 0)} triplets (needs exactly 3)")
     t, parity = _canonical(np.array(clauses, dtype=np.int32).reshape(-1, 3), np.array(parities, dtype=np.uint8))
     k = nullity(t, N)
-    attrs = {"N": N, **attrs, "nullity": k, "ground_states": f"2**{k}"}
+    ground_states = f"2**{k}" if satisfiable(t, parity) else "0 (the parities contradict each other)"
+    attrs = {"N": N, **attrs, "nullity": k, "ground_states": ground_states}
     return _instance_dataset(t, parity, None, attrs)

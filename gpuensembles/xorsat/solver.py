@@ -4,7 +4,9 @@ A *run* starts ``clones`` clones from independent random configurations and swee
 all until one satisfies every triplet or ``timeout`` sweeps have passed; its time to
 solution (TTS) is the number of sweeps after which the first clone was a solution (ties:
 the lowest clone). Runs are the ensemble members: chunks, dask tasks and GPUs share them
-out, and a run's numbers depend only on the seed, its instance, ``p`` and its index.
+out. A run's numbers depend only on the seed, its instance's size and index (``attrs
+["index"]``, the ``instance`` coordinate of a stack), the *position* of its ``p`` in the
+``p`` array and its own index; never on chunking, batching or backend.
 """
 
 import functools
@@ -25,6 +27,10 @@ MAX_N = 2048
 #: Sweeps are counted in a uint32 (one value is reserved for the random start).
 MAX_TIMEOUT = 2**32 - 3
 DEFAULT_CLONES = 2**16
+#: Clone indices and run ids are 32-bit.
+MAX_CLONES = MAX_RUNS = 2**32 - 1
+#: Bytes of clone words a runner call may hold (host and device); more runs go in batches.
+BATCH_BYTES = 2**31
 _MAX_INDEX = 2**16  # instances and values of p are told apart by 16 bits of the Philox key
 _RNG_TEXT = ("Philox4x32-10, key=(seed, instance | p_index << 16), counter=(sweep, variable | block << 12 | N << 16, "
              "word, run); a u = 1 clone flips when its own 32-bit uniform U < floor(p 2^32)")
@@ -36,7 +42,10 @@ def independent_sets(triplets: np.ndarray, N: int, size: int = 32) -> tuple:
     The variables are scanned in order, repeatedly; a scan opens a new set and adds every
     unassigned variable with no neighbour in it, until the set is full (the seed's
     scheme). Returns ``(order, bounds)``: set ``s`` is ``order[bounds[s]:bounds[s + 1]]``.
+    ``size`` is at most 32: a warp updates a set.
     """
+    if not 1 <= size <= 32:
+        raise ValueError(f"size must be in [1, 32] (a warp updates a set), got {size}")
     neighbours = [set() for _ in range(N)]
     for tri in np.asarray(triplets).tolist():
         for v in tri:
@@ -93,7 +102,9 @@ def solve(instances, p=0.1, clones=DEFAULT_CLONES, timeout=None, runs=1, *, seed
         Clones per run (packed 32 per word; any count >= 1).
     timeout : int, optional
         Sweeps after which a run gives up (``solved`` false). Default: none (a run goes
-        on until it finds a solution; at most ``2^32 - 3`` sweeps). Required for ``p = 0``.
+        on until it finds a solution; at most ``2^32 - 3`` sweeps). Required where
+        ``floor(p 2^32) = 0`` (greedy descent, stuck in the first local minimum) and for
+        ``p = 1`` (no randomness after the start: a clone may cycle for ever).
     runs : int
         Independent runs per instance and ``p``.
     seed : int, optional
@@ -122,12 +133,22 @@ def solve(instances, p=0.1, clones=DEFAULT_CLONES, timeout=None, runs=1, *, seed
     """
     call = {k: v for k, v in locals().items() if k not in ("progress", "instances")}
     p_da = engine.as_parameter("p", p)
+    if p_da.ndim > 1 or (p_da.ndim == 1 and p_da.dims != ("p",)):
+        raise ValueError(f"p must be a number or 1-D (its dimension is named 'p'), got dims {p_da.dims}")
     engine.check_range("p", p_da, 0, 1)
+    ps = np.atleast_1d(p_da.values).astype(np.float64)
+    if ps.size > _MAX_INDEX:
+        raise ValueError(f"at most {_MAX_INDEX} values of p, got {ps.size}")
     clones = engine.check_count("clones", clones)
     runs = engine.check_count("runs", runs)
+    for name, value, most in (("clones", clones, MAX_CLONES), ("runs", runs, MAX_RUNS)):
+        if value > most:
+            raise ValueError(f"{name} must be at most {most}, got {value}")
     if timeout is None:
-        if np.any(p_da.values == 0):
-            raise ValueError("p = 0 never leaves a local minimum: give a timeout (in sweeps)")
+        stuck = [float(x) for x in ps if quasi_greedy.threshold(x) == (0, False) or x == 1]
+        if stuck:
+            raise ValueError(f"p = {stuck[0]} can run for ever (p < 2^-32 never leaves a local minimum, p = 1 is "
+                             "deterministic after the start): give a timeout (in sweeps)")
         limit = MAX_TIMEOUT
     else:
         limit = engine.check_count("timeout", timeout, minimum=0)
@@ -137,9 +158,6 @@ def solve(instances, p=0.1, clones=DEFAULT_CLONES, timeout=None, runs=1, *, seed
     if backend not in _backend.BACKENDS:
         raise ValueError(f"backend must be one of {_backend.BACKENDS}, got {backend!r}")
     layout, problems = _problems(instances)
-    ps = np.atleast_1d(p_da.values).astype(np.float64)
-    if ps.size > _MAX_INDEX:
-        raise ValueError(f"at most {_MAX_INDEX} values of p, got {ps.size}")
     points = [(k, prob) for k in range(ps.size) for prob in problems]
     n_max = max(prob.N for prob in problems)
     outputs = {"best": engine.Output((len(points) * runs,), np.uint64, 0),
@@ -170,15 +188,24 @@ def _problems(instances) -> tuple:
     problems = []
     for single in singles:
         single = _instances.check_instance(single)
-        N = int(single.attrs["N"])
+        N = _instances._instance_N(single)
         if N > MAX_N:
             raise ValueError(f"instances must have N <= {MAX_N} variables, got N = {N}")
-        key_index = int(single.attrs.get("index", 0))
-        if not 0 <= key_index < _MAX_INDEX:
-            raise ValueError(f"instance indices must lie in [0, {_MAX_INDEX}), got {key_index}")
-        problems.append(_Problem(single["triplets"].values.astype(np.int64), single["parity"].values.astype(np.uint8),
-                                 N, key_index))
+        triplets, parity = single["triplets"].values.astype(np.int64), single["parity"].values.astype(np.uint8)
+        index = _index(single)
+        if not _instances.satisfiable(triplets, parity):
+            raise ValueError(f"instance {index} (N = {N}) has no solution: its parities contradict each other over "
+                             "GF(2), so no run could ever end")
+        problems.append(_Problem(triplets, parity, N, index))
     return (stacked, instances), problems
+
+
+def _index(single) -> int:
+    """An instance's index (its Philox key): ``attrs["index"]``, else a scalar ``instance`` coordinate, else 0."""
+    index = single.attrs.get("index", single["instance"].item() if "instance" in single.coords else 0)
+    if not 0 <= int(index) < _MAX_INDEX:
+        raise ValueError(f"instance indices must lie in [0, {_MAX_INDEX}), got {index}")
+    return int(index)
 
 
 def _run_items(points, ps, runs, clones, timeout, seed, n_max, backend, start, stop) -> dict:
@@ -188,18 +215,20 @@ def _run_items(points, ps, runs, clones, timeout, seed, n_max, backend, start, s
     best = np.empty(stop - start, dtype=np.uint64)
     seconds = np.empty(stop - start)
     solution = np.zeros((stop - start, n_max), dtype=np.uint8)
+    words = -(-clones // 32)
     for point in range(start // runs, (stop - 1) // runs + 1):
-        lo, hi = max(start, point * runs), min(stop, (point + 1) * runs)
         k, prob = points[point]
         P, always = quasi_greedy.threshold(ps[k])
-        ids = np.arange(lo - point * runs, hi - point * runs, dtype=np.uint32)
-        out = runner(prob.graph, prob.bounds, prob.N, ids, clones, P, always, timeout, np.uint32(seed),
-                     quasi_greedy.key(prob.key_index, k))
-        rows = slice(lo - start, hi - start)
-        best[rows] = out.best
-        words = out.spins.shape[1]
-        seconds[rows] = out.seconds * words / max(out.word_sweeps, 1)
-        solution[rows, :prob.N] = _solutions(out, prob)
+        batch = max(1, BATCH_BYTES // (4 * words * prob.N))  # runs per runner call
+        for lo in range(max(start, point * runs), min(stop, (point + 1) * runs), batch):
+            hi = min(lo + batch, stop, (point + 1) * runs)
+            ids = np.arange(lo - point * runs, hi - point * runs, dtype=np.uint32)
+            out = runner(prob.graph, prob.bounds, prob.N, ids, clones, P, always, timeout, np.uint32(seed),
+                         quasi_greedy.key(prob.key_index, k))
+            rows = slice(lo - start, hi - start)
+            best[rows] = out.best
+            seconds[rows] = out.seconds * words / max(out.word_sweeps, 1)
+            solution[rows, :prob.N] = _solutions(out, prob)
     return {"best": best, "seconds_per_sweep": seconds, "solution": solution}
 
 
@@ -234,7 +263,7 @@ def _dataset(raw, layout, p_da, ps, runs, clones, limit, timeout, seed, backend,
     for d in stacked:
         coords[d] = instances[d].variable
     if not stacked:  # one instance: its size and index as scalar coordinates
-        coords.update(N=np.int64(instances.attrs["N"]), instance=np.int64(instances.attrs.get("index", 0)))
+        coords.update(N=np.int64(_instances._instance_N(instances)), instance=np.int64(_index(instances)))
     data = {
         "tts_sweeps": xr.Variable(dims, sweeps, {"long_name": "sweeps to the first solution (timeout if unsolved)",
                                                 "units": "sweep"}),
@@ -258,5 +287,7 @@ def _dataset(raw, layout, p_da, ps, runs, clones, limit, timeout, seed, backend,
                           history=io.history_line("xorsat.solve", call))
     attrs.update(rng=_RNG_TEXT, clones=np.int64(clones), timeout_sweeps=np.int64(limit),
                  timeout_given=np.int64(timeout is not None))
+    if "seed" in instances.attrs:
+        attrs["instance_seed"] = np.int64(instances.attrs["seed"])
     return ds.assign_attrs(attrs)
 
