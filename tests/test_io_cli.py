@@ -168,6 +168,9 @@ def test_cli_xorsat_random_and_file_instances(tmp_path, capsys):
               "cpu", "--no-progress", "-o", str(tmp_path / "one.nc")])
     one = ge.open_dataset(tmp_path / "one.nc")
     np.testing.assert_array_equal(one.tts_sweeps.values, same.tts_sweeps.sel(N=30, instance=1).values)
+    cli.main(["xorsat", "--N", "24", "--instances", "2", "--runs", "2", "--clones", "64", "--seed", "1", "--backend",
+              "cpu", "--no-progress", "-o", str(tmp_path / "one_size.nc")])
+    assert "spin updates" in capsys.readouterr().out
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["xorsat", "--N", "24", "--p", "1.5", "-o", str(tmp_path / "x.nc")])
     assert exit_info.value.code == 2 and "p must lie in" in capsys.readouterr().err

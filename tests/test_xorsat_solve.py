@@ -80,6 +80,7 @@ def test_runs_follow_the_reference_dynamics_exactly(small, p, seed):
 def test_instance_and_p_positions_select_the_random_streams():
     stack = ge.xorsat.random_instances(24, count=2, seed=4)
     ds = ge.xorsat.solve(stack, p=[0.1, 0.3], clones=40, timeout=6, runs=2, seed=5, backend="cpu", progress=False)
+    assert int(ds.N) == 24 and ds.tts_sweeps.dims == ("p", "instance", "run")  # one size: a scalar coordinate
     one = ge.xorsat.select_instance(stack, instance=1)
     _check_against_reference(ds.isel(p=1, instance=1), one, 0.3, 40, 5, 6, instance_index=1, p_index=1)
     # an instance solved alone gets the streams of its index in the stack

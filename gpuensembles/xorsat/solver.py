@@ -262,8 +262,10 @@ def _dataset(raw, layout, p_da, ps, runs, clones, limit, timeout, seed, backend,
               RUN: xr.Variable(RUN, np.arange(runs), {"long_name": "independent run", "units": "1"})}
     for d in stacked:
         coords[d] = instances[d].variable
-    if not stacked:  # one instance: its size and index as scalar coordinates
-        coords.update(N=np.int64(_instances._instance_N(instances)), instance=np.int64(_index(instances)))
+    if "N" not in stacked:  # one size: a scalar coordinate
+        coords["N"] = np.int64(instances["N"].item() if "N" in instances.coords else _instances._instance_N(instances))
+    if not stacked:  # one instance: its index as well
+        coords["instance"] = np.int64(_index(instances))
     data = {
         "tts_sweeps": xr.Variable(dims, sweeps, {"long_name": "sweeps to the first solution (timeout if unsolved)",
                                                 "units": "sweep"}),
