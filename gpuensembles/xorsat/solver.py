@@ -70,9 +70,8 @@ class _Problem:
     """One instance ready for the runners: relabelled so that the independent sets are
     consecutive labels (``order[label] = variable``)."""
 
-    def __init__(self, triplets, parity, N, key_index):  # key_index: the instance's index (Philox key)
-        self.N, self.key_index = N, key_index
-        self.triplets, self.parity = triplets, parity
+    def __init__(self, instance, triplets, parity, N, key_index):  # key_index: the instance's index (Philox key)
+        self.instance, self.N, self.key_index = instance, N, key_index
         self.order, self.bounds = independent_sets(triplets, N)
         label = np.empty(N, dtype=np.int64)
         label[self.order] = np.arange(N)
@@ -157,7 +156,7 @@ def solve(instances, p=0.1, clones=DEFAULT_CLONES, timeout=None, runs=1, *, seed
     seed = engine.check_seed(seed)
     if backend not in _backend.BACKENDS:
         raise ValueError(f"backend must be one of {_backend.BACKENDS}, got {backend!r}")
-    layout, problems = _problems(instances)
+    stacked, problems = _problems(instances)
     points = [(k, prob) for k in range(ps.size) for prob in problems]
     n_max = max(prob.N for prob in problems)
     outputs = {"best": engine.Output((len(points) * runs,), np.uint64, 0),
@@ -165,11 +164,11 @@ def solve(instances, p=0.1, clones=DEFAULT_CLONES, timeout=None, runs=1, *, seed
                "solution": engine.Output((len(points) * runs, n_max), np.uint8, 0)}
     block = functools.partial(_run_items, points, ps, runs, clones, limit, seed, n_max, backend)
     raw = engine.run_realizations(block, len(points) * runs, outputs, chunks=chunks, pieces=20, progress=progress)
-    return _dataset(raw, layout, p_da, ps, runs, clones, limit, timeout, seed, backend, call)
+    return _dataset(raw, stacked, instances, p_da, ps, runs, clones, limit, timeout, seed, backend, call)
 
 
 def _problems(instances) -> tuple:
-    """``(layout, problems)``: the instance dims (``N``, ``instance``) present and one
+    """``(stacked, problems)``: the instance dims (``N``, ``instance``) present and one
     :class:`_Problem` per instance, in their order."""
     if not isinstance(instances, xr.Dataset):
         raise ValueError(f"instances must be an xarray.Dataset of instances, got {type(instances).__name__}")
@@ -196,8 +195,8 @@ def _problems(instances) -> tuple:
         if not _instances.satisfiable(triplets, parity):
             raise ValueError(f"instance {index} (N = {N}) has no solution: its parities contradict each other over "
                              "GF(2), so no run could ever end")
-        problems.append(_Problem(triplets, parity, N, index))
-    return (stacked, instances), problems
+        problems.append(_Problem(single, triplets, parity, N, index))
+    return stacked, problems
 
 
 def _index(single) -> int:
@@ -241,14 +240,12 @@ def _solutions(out, prob) -> np.ndarray:
     for r in np.flatnonzero(solved):
         word, lane = divmod(int(clone[r]), 32)
         bits[r, prob.order] = (out.spins[r, word] >> np.uint32(lane)) & 1
-    unsatisfied = (np.bitwise_xor.reduce(bits[:, prob.triplets], axis=-1) != prob.parity).sum(axis=-1)
-    if np.any(unsatisfied[solved]):
+    if np.any(_instances.energy(prob.instance, bits[solved])):
         raise RuntimeError("a reported solution violates a triplet: this is a bug in gpuensembles, please report it")
     return bits
 
 
-def _dataset(raw, layout, p_da, ps, runs, clones, limit, timeout, seed, backend, call) -> xr.Dataset:
-    (stacked, instances) = layout
+def _dataset(raw, stacked, instances, p_da, ps, runs, clones, limit, timeout, seed, backend, call) -> xr.Dataset:
     shape = (ps.size,) + tuple(instances.sizes[d] for d in stacked) + (runs,)
     dims = ("p",) + tuple(stacked) + (RUN,)
     best = raw["best"].reshape(shape)
