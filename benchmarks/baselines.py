@@ -19,9 +19,9 @@ import numpy as np
 
 def numba_cuda_escape_steps(*, damping, gamma, D, h, realizations, seed=1, max_steps=10**9):
     """Seed 000 Algorithm 1 as a plain numba.cuda kernel (float32, fast math)."""
-    from gpuensembles import _backend
+    from gpuensembles.core import backend as _backend
 
-    cuda = _backend._cuda()  # applies the numpy >= 2.5 compatibility step
+    cuda = _backend.cuda_module()  # applies the numpy >= 2.5 compatibility step
     from numba.cuda.random import create_xoroshiro128p_states, xoroshiro128p_normal_float32
 
     @cuda.jit(fastmath=True)
@@ -91,9 +91,9 @@ def numba_cuda_adjoint_walks(table, sources, histories, cutoff=1e-9, seed=1):
     memory with a float64 atomic. Returns ``(x_sum, transitions, seconds)``; ``x_sum / histories``
     is the collision estimate of ``x``.
     """
-    from gpuensembles import _backend
+    from gpuensembles.core import backend as _backend
 
-    cuda = _backend._cuda()
+    cuda = _backend.cuda_module()
     from numba.cuda.random import create_xoroshiro128p_states, xoroshiro128p_uniform_float64
 
     @cuda.jit
@@ -150,9 +150,9 @@ def numba_cuda_srk2_steps(*, a, w, g, f, kT, h, realizations, steps, seed=1):
     time accumulated in float32 (so it is also less accurate over long runs). ``a`` is an
     array (one trajectory block per value). Returns ``(steps taken, seconds)``.
     """
-    from gpuensembles import _backend
+    from gpuensembles.core import backend as _backend
 
-    cuda = _backend._cuda()
+    cuda = _backend.cuda_module()
     from numba.cuda.random import create_xoroshiro128p_states, xoroshiro128p_normal_float32
 
     f32 = np.float32
@@ -195,9 +195,9 @@ def numba_cuda_kuramoto_mean_field(*, N, K, kT, h, steps, seed=1):
     """Seed 004 PROG3 as plain numba.cuda kernels: per step a block-reduction kernel that
     adds block sums with atomics and an Euler update kernel, launched from a host loop.
     Returns ``(oscillator steps, seconds)``."""
-    from gpuensembles import _backend
+    from gpuensembles.core import backend as _backend
 
-    cuda = _backend._cuda()
+    cuda = _backend.cuda_module()
     import numba
     from numba.cuda.random import create_xoroshiro128p_states, xoroshiro128p_normal_float32
 
@@ -253,9 +253,9 @@ def numba_cuda_kuramoto_mean_field(*, N, K, kT, h, steps, seed=1):
 
 def device_copy_bandwidth(nbytes=2**30, repeats=5):
     """Device-to-device copy bandwidth in bytes/s (read + write counted), best of ``repeats``."""
-    from gpuensembles import _backend
+    from gpuensembles.core import backend as _backend
 
-    cuda = _backend._cuda()
+    cuda = _backend.cuda_module()
     a = cuda.device_array(nbytes // 4, dtype=np.float32)
     b = cuda.device_array_like(a)
     best = math.inf

@@ -7,9 +7,8 @@ run to its escape (the tail of the longest realizations included).
 
 import time
 
-
 import gpuensembles as ge
-from gpuensembles import _backend
+from gpuensembles.core import backend as _backend
 
 from . import baselines
 

@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 import gpuensembles as ge
-from gpuensembles import theory
+from gpuensembles.models.ising import theory
 
 from .bench_escape_times import gpu_available
 
@@ -85,7 +85,7 @@ def main():
     args = parser.parse_args()
     backend = "cpu" if args.quick or not gpu_available() else "cuda"
     cases = CPU_CASES if backend == "cpu" else CASES
-    from gpuensembles import _backend
+    from gpuensembles.core import backend as _backend
 
     print(f"device: {_backend.device_name(backend)}")
     print(f"{'case':<26}{'kernel':>10}{'L':>7}{'lattices':>10}{'flips/ns (median)':>19}{'all 3':>22}")
@@ -96,7 +96,7 @@ def main():
         print(f"{name:<26}{kernel:>10}{L:>7}{n_beta * realizations:>10}{rates[name]:>19.1f}"
               f"{' / '.join(f'{r:.4g}' for r in three):>22}", flush=True)
     if backend == "cuda":
-        from gpuensembles._backend import lattices
+        from gpuensembles.models.ising import kernels as lattices
 
         for kind in lattices.KINDS:
             regs = {k.py_func.__name__: next(iter(k.get_regs_per_thread().values()), None)

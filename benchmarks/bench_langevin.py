@@ -94,7 +94,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="CPU-sized runs only (a smoke test)")
     args = parser.parse_args(argv)
-    from gpuensembles import _backend
+    from gpuensembles.core import backend as _backend
 
     header = f"| {'implementation':<52} | {'device':<22} | {'work':>10} | {'seconds':>8} | {'rate':>17} |"
     rows = [header, "|" + "|".join("-" * len(c) for c in header.split("|")[1:-1]) + "|"]

@@ -12,7 +12,7 @@ import numpy as np
 import scipy.sparse.linalg as spla
 
 import gpuensembles as ge
-from gpuensembles.mcls import problems
+from gpuensembles.models.mcls import problems
 
 from . import baselines
 from .bench_escape_times import gpu_available
@@ -44,7 +44,7 @@ def package_run(histories, backend, A, b, seed=1, **kw):
 def walks_only_seconds(histories, backend, A, b, seed=1, **kw):
     """Seconds of the walks alone (kernel, transfers, estimator), without the set-up and
     convergence guard or the assembly of the Dataset: what the naive baseline's clock sees."""
-    from gpuensembles.mcls import solve
+    from gpuensembles.models.mcls import run as solve
 
     kw.setdefault("weight_cutoff", SEED_CASE["weight_cutoff"])
     kw.setdefault("batches", 64)
@@ -147,7 +147,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="1000x fewer histories (a smoke test)")
     args = parser.parse_args(argv)
-    from gpuensembles import _backend
+    from gpuensembles.core import backend as _backend
 
     shrink = 1000 if args.quick else 1
     header = (f"| {'implementation':<46} | {'device':<22} | {'histories':>9} | {'transit.':>10} | {'call s':>8} "
@@ -198,8 +198,8 @@ def _mcsa_line(shrink):
 
 
 def _baseline_row(A, b, exact, histories):
-    from gpuensembles import _backend
-    from gpuensembles.mcls.splitting import jacobi, transition_table
+    from gpuensembles.core import backend as _backend
+    from gpuensembles.models.mcls.splitting import jacobi, transition_table
 
     H, f = jacobi(A, b)
     norm = np.abs(f).sum()

@@ -90,7 +90,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     backend = "cpu" if args.quick or not gpu_available() else "cuda"
     sections = set(args.only.split(","))
-    from gpuensembles import _backend
+    from gpuensembles.core import backend as _backend
 
     print(f"device: {_backend.device_name(backend)}")
     if "throughput" in sections:

@@ -13,8 +13,8 @@ import time
 import numpy as np
 
 import gpuensembles as ge
-from gpuensembles import _backend
-from gpuensembles.models import washboard
+from gpuensembles.core import backend as _backend
+from gpuensembles.models.josephson import physics as washboard
 
 from .bench_escape_times import CASE, SIZES
 

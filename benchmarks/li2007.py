@@ -22,7 +22,7 @@ import functools
 import numpy as np
 from scipy import stats
 
-from gpuensembles import theory
+from gpuensembles.models.josephson import theory
 
 from .bench_switching import li2007_case, switching_steps
 
@@ -57,7 +57,7 @@ def measure(h, integrator, device):
 
 
 def main():
-    from gpuensembles import _backend
+    from gpuensembles.core import backend as _backend
 
     device = _backend.device_name("cuda")
     runs = {("euler", 1e-4): measure(1e-4, "euler", device), ("baoab", 1e-3): measure(1e-3, "baoab", device)}

@@ -8,7 +8,6 @@
 import argparse
 import math
 
-
 from . import baselines
 from .bench_escape_times import CASE, SIZES, gpu_available, package_steps
 
@@ -25,11 +24,12 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
     shrink = 64 if args.quick else 1
-    from gpuensembles import _backend
+    from gpuensembles.core import backend as _backend
 
     rows = []
     print(f"case: {CASE}")
-    header = f"| {'implementation':<44} | {'device':<26} | {'steps':>10} | {'seconds':>8} | {'steps/s':>10} | mean steps |"
+    header = (f"| {'implementation':<44} | {'device':<26} | {'steps':>10} | {'seconds':>8} | {'steps/s':>10} "
+              "| mean steps |")
     rows.append(header)
     rows.append("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")
     backends = ["cpu"] + (["cuda"] if gpu_available() else [])
@@ -49,7 +49,8 @@ def main(argv=None):
     if gpu_available():
         n = SIZES["cuda"] // shrink
         steps, seconds = baselines.numba_cuda_escape_steps(**CASE, realizations=n)
-        rows.append(_row("baseline: numba.cuda xoroshiro, 1 thread/real.", _backend.device_name("cuda")[:26], steps, seconds, steps / n))
+        rows.append(_row("baseline: numba.cuda xoroshiro, 1 thread/real.", _backend.device_name("cuda")[:26], steps,
+                         seconds, steps / n))
     print("\n".join(rows))
     ref = means[("cpu", "float64")]
     for key, (m, se) in means.items():

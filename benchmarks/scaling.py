@@ -29,8 +29,8 @@ def _compile_here():
     """Compile both kernels in this (worker) process, outside the timed runs."""
     import numpy as np
 
-    from gpuensembles import _backend
-    from gpuensembles.models import washboard
+    from gpuensembles.core import backend as _backend
+    from gpuensembles.models.josephson import physics as washboard
 
     for factory, row in ((washboard.escape_kernel, [1.0, 0.05, 0.5, 0.008, 0.004]),
                          (washboard.switching_kernel, [211.0, 4.1, 58.3, 1e-4, 1.8e-7, 0.0, 0.0, 1e6])):
@@ -63,7 +63,7 @@ def main(argv=None):
             assert all(client.run(_compile_here).values())  # every worker compiles before the clock starts
             for name, (rate, n_chunks, make) in cases.items():
                 n = int(rate * args.seconds)
-                seconds, steps = _timed(lambda c: make(n, c), -(-n // n_chunks))
+                seconds, steps = _timed(lambda c: make(n, c), -(-n // n_chunks))  # noqa: B023 (called at once)
                 results[(name, gpus)] = seconds
                 print(f"{name}: {gpus} GPU(s), {n} realizations in {n_chunks} chunks: {seconds:.1f} s, "
                       f"{steps / seconds:.3e} steps/s", flush=True)

@@ -9,8 +9,14 @@ sys.path.insert(0, os.path.abspath(".."))
 sys.path.insert(0, os.path.abspath("."))
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-import gpuensembles  # noqa: E402
 from _gallery import OutputArgv  # noqa: E402
+
+import gpuensembles  # noqa: E402
+from gpuensembles.core.registry import autosummary_rst  # noqa: E402
+
+# the run functions of the API page come from the registry (api.rst includes this file)
+with open(os.path.join(os.path.dirname(__file__), "api_run_functions.rst"), "w") as _out:
+    _out.write(autosummary_rst())
 
 project = "gpuensembles"
 author = "gpuensembles developers"
@@ -25,8 +31,9 @@ extensions = [
     "sphinx_gallery.gen_gallery",
 ]
 templates_path = ["_templates", sphinx_autosummary_accessors.templates_path]
-exclude_patterns = ["_build", "gallery/*.ipynb", "gallery/*.py.md5", "gallery/*.codeobj.json"]
-autosummary_generate = True
+exclude_patterns = ["_build", "api_run_functions.rst", "gallery/*.ipynb", "gallery/*.py.md5", "gallery/*.codeobj.json"]
+# the API page includes the registry's list, which autosummary must scan as well
+autosummary_generate = ["api.rst", "api_run_functions.rst"]
 autodoc_typehints = "none"
 napoleon_google_docstring = False
 napoleon_numpy_docstring = True
@@ -38,7 +45,9 @@ html_theme_options = {"description": "Very large stochastic ensembles on GPUs, a
 sphinx_gallery_conf = {
     "examples_dirs": "../examples",
     "gallery_dirs": "gallery",
-    "filename_pattern": r"/(arrhenius|switching_li2007|mcls_laplacian|langevin_fig2|kuramoto_fig4|ising_thesis|xorsat_tts)\.py$",  # executed at their CPU size
+    # every example, executed at its CPU size
+    "filename_pattern": r"/(arrhenius|switching_li2007|mcls_laplacian|langevin_fig2|kuramoto_fig4|ising_thesis"
+                        r"|xorsat_tts)\.py$",
     "reset_argv": OutputArgv(),
     "download_all_examples": False,
     "remove_config_comments": True,

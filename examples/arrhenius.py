@@ -22,7 +22,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 import gpuensembles as ge  # noqa: E402
-from gpuensembles import theory  # noqa: E402
+from gpuensembles.models.josephson import theory  # noqa: E402
 
 
 def main(argv=None):

@@ -55,7 +55,8 @@ def main(argv=None):
     fig.tight_layout()
     fig.savefig(f"{args.output}.png", dpi=120)
     outside = int(ds.density_below.isel(time=-1) + ds.density_above.isel(time=-1))
-    print(f"{ds.attrs['device']}: <<v>>(a=4.2) from the sweep {float(velocity['mean'].sel(a=4.2, method='nearest')):.4f};"
+    at_42 = float(velocity["mean"].sel(a=4.2, method="nearest"))
+    print(f"{ds.attrs['device']}: <<v>>(a=4.2) from the sweep {at_42:.4f};"
           f" {outside} particles outside the histogram range")
 
 

@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 import scipy.sparse.linalg as spla  # noqa: E402
 
 import gpuensembles as ge  # noqa: E402
-from gpuensembles.mcls import problems  # noqa: E402
+from gpuensembles.models.mcls import problems  # noqa: E402
 
 
 def main(argv=None):

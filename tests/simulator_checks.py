@@ -1,7 +1,8 @@
 """Runs under the CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, set by the caller) and prints JSON.
 
-Used by ``test_cuda_simulator.py`` in a subprocess, because the simulator must be
-switched on before ``numba.cuda`` is first imported.
+Used by the ``simulated`` fixture of ``conftest.py`` in a subprocess, because the simulator
+must be switched on before ``numba.cuda`` is first imported; the cases arrive as JSON in
+the first argument.
 """
 
 import json
@@ -13,11 +14,13 @@ import numpy as np
 assert os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
 
 import gpuensembles as ge  # noqa: E402
-from gpuensembles import _backend, rng  # noqa: E402
-from gpuensembles._backend import lattices  # noqa: E402
-from tests import ISING, KURAMOTO, LANGEVIN, XORSAT  # noqa: E402
+from gpuensembles.core import backend as _backend  # noqa: E402
+from gpuensembles.core import rng  # noqa: E402
+from gpuensembles.core.templates import walks  # noqa: E402
+from gpuensembles.models.ising import kernels as lattices  # noqa: E402
 
-cuda = _backend._cuda()
+cuda = _backend.cuda_module()
+CASES = json.loads(sys.argv[1])
 
 
 @cuda.jit
@@ -47,8 +50,8 @@ def escape(model, dtype):
 def mcls(method):
     # 16 bins fit in shared memory; with the limit lowered they take the global-memory tally path
     out = {}
-    for path, limit in (("shared", _backend._WALK_SHARED_BYTES), ("global", 64)):
-        _backend._WALK_SHARED_BYTES = limit
+    for path, limit in (("shared", walks._WALK_SHARED_BYTES), ("global", 64)):
+        walks._WALK_SHARED_BYTES = limit
         A = ge.mcls.problems.shifted_laplacian_1d(16, shift=0.3)
         b = np.cos(np.arange(16))
         kw = dict(method=method, histories=24, batches=3, seed=5, weight_cutoff=1e-4, progress=False,
@@ -59,13 +62,16 @@ def mcls(method):
 
 
 def langevin(model, integrator):
-    ds = ge.langevin(model=model, integrator=integrator, backend="cuda", **LANGEVIN)
+    ds = ge.langevin(model=model, integrator=integrator, backend="cuda", **CASES["langevin"])
     return {"x": ds.x.values.tolist(), "density": ds.density.values.tolist(),
             "outside": (ds.density_below + ds.density_above).values.tolist(), "device": ds.attrs["device"]}
 
 
 def kuramoto(path):
-    ds = ge.kuramoto(backend="cuda", **KURAMOTO[path])
+    case = dict(CASES["kuramoto"][path])
+    if "coupling" in case:
+        case["coupling"] = np.asarray(case["coupling"])
+    ds = ge.kuramoto(backend="cuda", **case)
     return {"r": ds.r.values.tolist(), "density": ds.density.values.tolist(), "device": ds.attrs["device"]}
 
 
@@ -74,12 +80,12 @@ RESIDENT_MAX_L = lattices.RESIDENT_MAX_L
 
 def ising(path):
     lattices.RESIDENT_MAX_L = 0 if path == "launched" else RESIDENT_MAX_L
-    ds = ge.ising(backend="cuda", **ISING[path])
+    ds = ge.ising(backend="cuda", **CASES["ising"][path])
     return {name: ds[name].values.tolist() for name in ds.data_vars} | {"device": ds.attrs["device"]}
 
 
 def xorsat():
-    kw = dict(XORSAT)
+    kw = dict(CASES["xorsat"])
     instance = ge.xorsat.random_instance(kw.pop("N"), seed=kw.pop("instance_seed"))
     ds = ge.xorsat.solve(instance, backend="cuda", **kw)
     return {name: ds[name].values.tolist() for name in ("tts_sweeps", "solved", "clone", "solution")} | {
@@ -90,9 +96,9 @@ if __name__ == "__main__":
     result = {"draws": draws(), "mcls-adjoint": mcls("adjoint"), "mcls-forward": mcls("forward")}
     for model, integrator in (("underdamped", "srk2"), ("overdamped", "srk2"), ("underdamped", "euler")):
         result[f"langevin-{model}-{integrator}"] = langevin(model, integrator)
-    for path in KURAMOTO:
+    for path in CASES["kuramoto"]:
         result[f"kuramoto-{path}"] = kuramoto(path)
-    for path in ISING:
+    for path in CASES["ising"]:
         result[f"ising-{path}"] = ising(path)
     result["xorsat"] = xorsat()
     for model in ("underdamped", "overdamped"):

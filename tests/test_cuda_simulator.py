@@ -1,30 +1,11 @@
 """The CUDA kernels' logic, run in numba's CUDA simulator (a subprocess: the simulator must
 be on before numba.cuda is imported) and compared bit for bit with the CPU backend."""
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import gpuensembles as ge
-from gpuensembles import rng
-
-from . import ISING, KURAMOTO, LANGEVIN, XORSAT
-
-HERE = Path(__file__).parent
-
-
-@pytest.fixture(scope="module")
-def simulated():
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=str(HERE.parent))
-    proc = subprocess.run([sys.executable, str(HERE / "simulator_checks.py")], env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout)
+from gpuensembles.core import rng
 
 
 def test_simulator_draws_equal_cpu_draws_bit_for_bit(simulated):
@@ -63,8 +44,8 @@ LANGEVIN_VARIANTS = [("underdamped", "srk2"), ("overdamped", "srk2"), ("underdam
 
 
 @pytest.mark.parametrize("model, integrator", LANGEVIN_VARIANTS)
-def test_simulator_trajectories_equal_cpu(simulated, model, integrator):
-    cpu = ge.langevin(model=model, integrator=integrator, backend="cpu", **LANGEVIN)
+def test_simulator_trajectories_equal_cpu(simulated, simulator_cases, model, integrator):
+    cpu = ge.langevin(model=model, integrator=integrator, backend="cpu", **simulator_cases["langevin"])
     sim = simulated[f"langevin-{model}-{integrator}"]
     assert sim["device"] == "CUDA simulator"
     np.testing.assert_allclose(sim["x"], cpu.x.values, rtol=1e-12)  # CPU fastmath may contract a multiply-add
@@ -74,8 +55,11 @@ def test_simulator_trajectories_equal_cpu(simulated, model, integrator):
 
 
 @pytest.mark.parametrize("path", ["mean-field", "matrix"])
-def test_simulator_kuramoto_equals_cpu(simulated, path):
-    cpu = ge.kuramoto(backend="cpu", **KURAMOTO[path])
+def test_simulator_kuramoto_equals_cpu(simulated, simulator_cases, path):
+    case = dict(simulator_cases["kuramoto"][path])
+    if "coupling" in case:
+        case["coupling"] = np.asarray(case["coupling"])
+    cpu = ge.kuramoto(backend="cpu", **case)
     sim = simulated[f"kuramoto-{path}"]
     assert sim["device"] == "CUDA simulator"
     # the simulator's block tree adds the partial sums in another order than the CPU tiles
@@ -83,10 +67,10 @@ def test_simulator_kuramoto_equals_cpu(simulated, path):
     assert sim["density"] == cpu.density.values.tolist()
 
 
-@pytest.mark.parametrize("path", list(ISING))
-def test_simulator_ising_equals_cpu_bit_for_bit(simulated, path):
+@pytest.mark.parametrize("path", ["resident", "launched", "int8"])
+def test_simulator_ising_equals_cpu_bit_for_bit(simulated, simulator_cases, path):
     # Integer-only arithmetic: every path must reproduce the CPU chains exactly.
-    cpu = ge.ising(backend="cpu", **ISING[path])
+    cpu = ge.ising(backend="cpu", **simulator_cases["ising"][path])
     sim = simulated[f"ising-{path}"]
     assert sim.pop("device") == "CUDA simulator"
     assert set(sim) == set(cpu.data_vars)
@@ -94,15 +78,15 @@ def test_simulator_ising_equals_cpu_bit_for_bit(simulated, path):
         np.testing.assert_array_equal(np.asarray(values), cpu[name].values, err_msg=name)
 
 
-def test_simulator_xorsat_equals_cpu_bit_for_bit(simulated):
+def test_simulator_xorsat_equals_cpu_bit_for_bit(simulated, simulator_cases):
     # Warps that stop early (their run is solved) must not change any run's result.
-    kw = dict(XORSAT)
+    kw = dict(simulator_cases["xorsat"])
     instance = ge.xorsat.random_instance(kw.pop("N"), seed=kw.pop("instance_seed"))
     cpu = ge.xorsat.solve(instance, backend="cpu", **kw)
     sim = simulated["xorsat"]
     assert sim.pop("device") == "CUDA simulator"
     # both outcomes, and a run that word 0 solves early (word 1 then stops early)
     assert not cpu.solved.all()
-    assert np.any(cpu.solved & (cpu.clone < 32) & (cpu.tts_sweeps < XORSAT["timeout"] - 2))
+    assert np.any(cpu.solved & (cpu.clone < 32) & (cpu.tts_sweeps < simulator_cases["xorsat"]["timeout"] - 2))
     for name, values in sim.items():
         np.testing.assert_array_equal(np.asarray(values), cpu[name].values, err_msg=name)

@@ -1,3 +1,5 @@
-"""Analysis: pure functions on xarray objects, and the thin accessors that delegate to them."""
+"""Model-agnostic analysis: statistics with errors, first-passage statistics, plots.
 
-from . import fpt, ising, langevin, tts  # noqa: F401  (register the Dataset accessors fpt, ising, langevin and tts)
+Nothing here knows a model; the family accessors (``.fpt``, ``.ising``, ``.langevin``,
+``.tts``) live in each family's ``analysis.py`` and delegate to these functions.
+"""

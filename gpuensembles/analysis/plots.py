@@ -41,8 +41,10 @@ def plot_arrhenius(mean_time, stderr, fit, dim="D", ax=None):
 
 
 def plot_field(field, x=None, y=None, ax=None, **kwargs):
-    """A line of ``field`` along ``x`` (default: its first dimension), or an image over
-    ``(x, y)``; every other dimension is shown at its first index."""
+    """A line of ``field`` along ``x``, or an image over ``(x, y)``.
+
+    ``x`` defaults to the first dimension; every other dimension is shown at its first index.
+    """
     ax = _axes(ax)
     x = x or field.dims[0]
     field = field.isel({d: 0 for d in field.dims if d not in (x, y)})

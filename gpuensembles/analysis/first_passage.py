@@ -1,0 +1,243 @@
+"""First-passage-time statistics: mean with standard error, survival and CDF, Arrhenius fits.
+
+Functions take DataArrays and reduce over ``dim`` (``"realization"``) with xarray
+operations only, so dask-backed inputs stay lazy. Nothing here knows a model: the
+``Dataset.fpt`` accessor of :mod:`gpuensembles.models.josephson.analysis` resolves the
+variable names of escape-time and switching-current results and delegates here.
+"""
+
+import numpy as np
+import xarray as xr
+
+from ..core.io import REALIZATION
+
+CENSORED = ("nan", "drop")
+
+
+def mean(times: xr.DataArray, passed: xr.DataArray, dim: str = REALIZATION, censored: str = "nan") -> xr.Dataset:
+    """Mean first-passage time with its standard error.
+
+    Parameters
+    ----------
+    times : DataArray
+        Passage times (NaN where the realization did not pass).
+    passed : DataArray of bool
+        Whether each realization passed within its step limit.
+    dim : str
+        Ensemble dimension.
+    censored : {"nan", "drop"}
+        With realizations that never passed, the mean of the others is biased low:
+        ``"nan"`` (default) returns NaN for such points; ``"drop"`` returns the mean
+        conditioned on passage.
+
+    Returns
+    -------
+    Dataset
+        ``mean``, ``stderr`` (sample std / sqrt(n)), ``n`` (realizations used) and
+        ``n_censored``, each without ``dim``.
+    """
+    if censored not in CENSORED:
+        raise ValueError(f"censored must be one of {CENSORED}, got {censored!r}")
+    kept = times.where(passed)
+    n = passed.sum(dim)
+    n_censored = (~passed).sum(dim)
+    m = kept.mean(dim)
+    se = kept.std(dim, ddof=1) / np.sqrt(n)
+    if censored == "nan":
+        m = m.where(n_censored == 0)
+        se = se.where(n_censored == 0)
+    units = times.attrs.get("units", "1")
+    return xr.Dataset(
+        {
+            "mean": m.assign_attrs(long_name=f"mean {times.attrs.get('long_name', 'passage time')}", units=units),
+            "stderr": se.assign_attrs(long_name="standard error of the mean", units=units),
+            "n": n.assign_attrs(long_name="realizations in the mean"),
+            "n_censored": n_censored.assign_attrs(long_name="realizations that did not pass"),
+        }
+    )
+
+
+def survival(times: xr.DataArray, passed: xr.DataArray, t, censor_time: xr.DataArray, dim: str = REALIZATION,
+             grid_dim: str = "time") -> xr.DataArray:
+    """Empirical survival function ``S(t) = P(T > t)`` on the grid ``t`` (dimension ``grid_dim``).
+
+    A realization that did not pass counts as surviving up to its ``censor_time``;
+    beyond the earliest censoring time of a point ``S`` is unknown and returned as NaN.
+    Works for switching currents too (``T`` the switching bias, ``t`` a bias grid).
+    """
+    grid = xr.DataArray(np.asarray(t, dtype=float), dims=(grid_dim,), attrs={"units": times.attrs.get("units", "1")})
+    if grid.ndim != 1 or grid.size == 0:
+        raise ValueError("t must be a non-empty 1-D grid of times")
+    alive = (times > grid) | ~passed
+    s = alive.mean(dim)
+    earliest = censor_time.where(~passed).min(dim)
+    s = s.where(earliest.isnull() | (grid < earliest))
+    return s.assign_coords({grid_dim: grid}).assign_attrs(long_name="survival probability P(T > t)", units="1")
+
+
+def default_grid(times: xr.DataArray, n: int = 201) -> np.ndarray:
+    """``n`` times from 0 to the largest observed passage time (computes the data)."""
+    if times.chunks is not None:
+        raise ValueError("pass t= (a time grid) for dask-backed data, or .compute() the Dataset first")
+    return np.linspace(0.0, float(times.max()), n)
+
+
+def kramers_fit(mean_time: xr.DataArray, stderr: xr.DataArray, dim: str = "D", form: str = "arrhenius") -> xr.Dataset:
+    """Weighted least-squares fit of ``ln <T>`` against ``1/x`` along ``dim``.
+
+    Forms (seed 000, Eqs. 12-13), with ``x`` the noise intensity ``D`` (or ``theta``)::
+
+        arrhenius:  ln <T> = a + slope / x
+        kramers:    ln <T> = a + slope / x - ln x        (prefactor 1/theta)
+        power:      ln <T> = a + slope / x + c ln x      (prefactor exponent c fitted)
+
+    With ``x = D`` the slope is ``damping * Delta U``; with ``x = theta`` it is ``Delta U``.
+    Weights are ``1/var(ln <T>) = (mean/stderr)^2``.
+
+    Returns
+    -------
+    Dataset
+        ``slope`` and ``slope_stderr`` (from the weighted normal equations, scaled by the
+        reduced chi-square when it exceeds 1), ``intercept``, ``chi2`` and ``dof``,
+        plus ``fit`` (the fitted ``<T>`` on the data's ``dim``).
+    """
+    forms = ("arrhenius", "kramers", "power")
+    if form not in forms:
+        raise ValueError(f"form must be one of {forms}, got {form!r}")
+    if mean_time.dims != (dim,):
+        raise ValueError(f"kramers_fit needs means along {dim!r} only, got dims {mean_time.dims}; "
+                         "select the other dims first")
+    x = mean_time[dim].values.astype(float)
+    y = np.log(mean_time.values)
+    sigma = (stderr / mean_time).values
+    columns = [np.ones_like(x), 1.0 / x] + ([np.log(x)] if form == "power" else [])
+    offset = -np.log(x) if form == "kramers" else 0.0
+    A = np.stack(columns, axis=-1)
+    if A.shape[0] <= A.shape[1]:
+        raise ValueError(f"form={form!r} needs more than {A.shape[1]} points along {dim!r}, got {A.shape[0]}")
+    w = 1.0 / sigma
+    coef, *_ = np.linalg.lstsq(A * w[:, None], (y - offset) * w, rcond=None)
+    resid = (y - offset - A @ coef) * w
+    dof = A.shape[0] - A.shape[1]
+    chi2 = float(resid @ resid)
+    cov = np.linalg.inv((A * w[:, None]).T @ (A * w[:, None])) * max(1.0, chi2 / dof)
+    fit = np.exp(A @ coef + offset)
+    return xr.Dataset(
+        {
+            "slope": ((), coef[1], {"long_name": "fitted barrier (damping * Delta U for x = D)"}),
+            "slope_stderr": ((), float(np.sqrt(cov[1, 1]))),
+            "intercept": ((), coef[0]),
+            "chi2": ((), chi2),
+            "dof": ((), dof),
+            "fit": ((dim,), fit, {"long_name": f"fitted mean passage time ({form})"}),
+        },
+        coords={dim: mean_time[dim]},
+        attrs={"form": form},
+    )
+
+
+def rate_from_histogram(currents: xr.DataArray, gamma_dot, bins=50, dim: str = REALIZATION) -> xr.Dataset:
+    """Escape rate ``Gamma(gamma)`` from a switching-current sample (Fulton-Dunkleberger inversion).
+
+    With ``S_i`` the number of realizations still unswitched at the lower edge of bin
+    ``i`` (width ``dgamma``), ``Gamma_i = (gamma_dot / dgamma) ln(S_i / S_{i+1})``
+    (Fulton & Dunkleberger, PRB 9, 4760 (1974)). The standard error of the log follows
+    from the binomial count in the bin, ``sqrt(n_i / (S_i S_{i+1}))``. Bins with
+    ``S_{i+1} = 0`` are NaN. Computes the data (a histogram needs all of it).
+
+    Parameters
+    ----------
+    currents : DataArray
+        Switching biases (NaN where not switched), 1-D along ``dim``.
+    gamma_dot : float
+        Ramp rate ``d gamma / dt`` (``dgamma / h`` of the simulation).
+    bins : int or array
+        Number of bins over the sample's range, or bin edges.
+    """
+    values = np.asarray(currents.values, dtype=float)
+    if currents.dims != (dim,):
+        raise ValueError(f"rate_from_histogram needs one distribution along {dim!r}; got dims {currents.dims}, "
+                         "select a single parameter point first")
+    values = values[np.isfinite(values)]
+    counts, edges = np.histogram(values, bins=bins)
+    remaining = values.size - np.concatenate(([0], np.cumsum(counts)))  # S at each edge
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_ratio = np.log(remaining[:-1] / remaining[1:])
+        error = np.sqrt(counts / (remaining[:-1] * remaining[1:]))
+    log_ratio[remaining[1:] == 0] = np.nan
+    width = np.diff(edges)
+    centres = 0.5 * (edges[1:] + edges[:-1])
+    coords = {"gamma": ("gamma", centres, {"long_name": "bias (bin centre)", "units": "1"})}
+    return xr.Dataset(
+        {
+            "rate": ("gamma", gamma_dot / width * log_ratio, {"long_name": "escape rate from the histogram"}),
+            "rate_stderr": ("gamma", gamma_dot / width * error),
+            "count": ("gamma", counts),
+        },
+        coords=coords,
+    )
+
+
+def ks_compare(sample: xr.DataArray, cdf, grid=None, dim: str = REALIZATION) -> xr.Dataset:
+    """Compare a sample with a theoretical CDF: difference on a grid and the KS test.
+
+    Parameters
+    ----------
+    sample : DataArray
+        One distribution along ``dim`` (NaN values, e.g. not switched, are dropped).
+    cdf : callable
+        ``cdf(x) -> P(X <= x)`` for an array ``x``.
+    grid : array, optional
+        Where to tabulate ``empirical - theory`` (default: 201 points over the sample).
+
+    Returns
+    -------
+    Dataset
+        ``difference`` on ``grid`` and scalars ``ks_statistic``, ``ks_pvalue``, ``n``.
+    """
+    from scipy import stats
+
+    if sample.dims != (dim,):
+        raise ValueError(f"compare needs one distribution along {dim!r}; got dims {sample.dims}")
+    x = np.sort(np.asarray(sample.values, dtype=float))
+    x = x[np.isfinite(x)]
+    test = stats.kstest(x, cdf)
+    grid = np.linspace(x[0], x[-1], 201) if grid is None else np.asarray(grid, dtype=float)
+    empirical = np.searchsorted(x, grid, side="right") / x.size
+    return xr.Dataset(
+        {
+            "difference": ("x", empirical - cdf(grid), {"long_name": "empirical CDF - theoretical CDF"}),
+            "ks_statistic": ((), test.statistic),
+            "ks_pvalue": ((), test.pvalue),
+            "n": ((), x.size),
+        },
+        coords={"x": grid},
+    )
+
+
+def quasipotential(mean_time: xr.DataArray, stderr: xr.DataArray, damping, dim: str = "D") -> xr.Dataset:
+    """Local barrier from neighbouring noise levels (seed 000, Eq. 14 in differential form).
+
+    ``Delta U ~ d ln(theta <T>) / d(1/theta)`` with ``theta = D / damping``, estimated by
+    finite differences between consecutive points along ``dim``; the ``theta`` factor is
+    the prefactor of Eq. 13. Useful where no potential is known (non-Hamiltonian systems).
+
+    Returns
+    -------
+    Dataset
+        ``barrier`` and ``barrier_stderr`` at the midpoints (in ``1/theta``) of ``dim``.
+    """
+    if mean_time.dims != (dim,):
+        raise ValueError(f"quasipotential needs means along {dim!r} only, got dims {mean_time.dims}")
+    theta = mean_time[dim].values.astype(float) / float(damping)
+    y = np.log(theta * mean_time.values)
+    rel = (stderr / mean_time).values
+    inv = 1.0 / theta
+    slope = np.diff(y) / np.diff(inv)
+    error = np.sqrt(rel[1:] ** 2 + rel[:-1] ** 2) / np.abs(np.diff(inv))
+    mid = 0.5 * (inv[1:] + inv[:-1])
+    return xr.Dataset(
+        {"barrier": ("inverse_theta", slope, {"long_name": "quasipotential barrier Delta U"}),
+         "barrier_stderr": ("inverse_theta", error)},
+        coords={"inverse_theta": ("inverse_theta", mid, {"long_name": "1 / theta at the midpoint"})},
+    )

@@ -1,0 +1,192 @@
+"""Compute targets: CPU (parallel numba) and CUDA (numba-cuda).
+
+This is the only module that imports ``numba.cuda``, and it does so lazily, inside
+functions: importing :mod:`gpuensembles` never initialises the CUDA driver nor creates
+a context (dask-cuda workers and ``fork`` rely on that). Kernel modules get the module
+through :func:`bind_cuda`.
+
+The generic kernel *templates* live in :mod:`gpuensembles.core.templates`, one module
+per kind of ensemble; a model family supplies allocation-free scalar ``numba.jit``
+functions and a template wraps them once as a ``@cuda.jit`` kernel and once as a
+``@njit(parallel=True)`` loop, so no physics is ever written twice.
+"""
+
+import contextlib
+import functools
+import os
+from typing import Literal, get_args
+
+import numba
+import numpy as np
+
+#: Where kernels run: ``auto`` picks CUDA when a GPU is visible, else the CPU.
+Backend = Literal["auto", "cuda", "cpu"]
+BACKENDS = get_args(Backend)
+#: Progress bar: ``auto`` shows it when stderr is a terminal.
+Progress = Literal["auto"] | bool
+
+
+def _patch_numpy_for_numba_cuda():
+    """Let numba-cuda <= 0.30.4 compile kernels under numpy >= 2.5.
+
+    numba-cuda registers an overload for ``np.row_stack`` when its CUDA target first
+    loads; numpy 2.5 removed that alias of ``np.vstack`` and the registration raises
+    ``AttributeError``, so *every* kernel fails to compile. Restoring the alias (it was
+    exactly ``np.vstack``) is harmless and only done where it is missing.
+    """
+    if not hasattr(np, "row_stack"):
+        np.vstack = np.vstack
+
+
+cuda = None
+"""``numba.cuda`` once `cuda_module` has imported it. A module global, not a closure variable,
+because the CUDA simulator swaps the ``cuda`` global of a kernel for its fake module."""
+
+
+def cuda_module():
+    """Import (lazily, once) and return ``numba.cuda``, applying the numpy compatibility step."""
+    global cuda
+    if cuda is None:
+        _patch_numpy_for_numba_cuda()
+        from numba import cuda as numba_cuda
+
+        cuda = numba_cuda
+    return cuda
+
+
+def bind_cuda(namespace: dict):
+    """Bind ``numba.cuda`` to the name ``cuda`` in a template module's globals.
+
+    Kernels must see ``cuda`` as a module global (not a closure variable): the CUDA
+    simulator swaps that global for its fake module.
+    """
+    namespace["cuda"] = cuda_module()
+
+
+def simulating_cuda() -> bool:
+    """True when numba's CUDA simulator is on (``NUMBA_ENABLE_CUDASIM=1``)."""
+    return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1"
+
+
+@functools.lru_cache(maxsize=1)
+def cuda_available() -> bool:
+    """True if a usable CUDA GPU (or the CUDA simulator) is visible.
+
+    Initialises the driver (``cuInit``) on first call but creates no context.
+    """
+    try:
+        return bool(cuda_module().is_available())
+    except Exception:  # no driver, no libcuda, broken install: no GPU for us
+        return False
+
+
+def gpu_count() -> int:
+    """Number of real CUDA GPUs visible (0 under the simulator); creates no context."""
+    if simulating_cuda() or not cuda_available():
+        return 0
+    return len(cuda_module().gpus)
+
+
+def resolve(backend: str) -> str:
+    """Turn ``"auto" | "cuda" | "cpu"`` into the backend that will run.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name, or ``"cuda"`` without a usable GPU.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if backend == "cpu":
+        return "cpu"
+    if cuda_available():
+        return "cuda"
+    if backend == "cuda":
+        raise ValueError(
+            "backend='cuda' was requested but no usable CUDA GPU is visible "
+            "(install the 'cuda' extra and check `nvidia-smi`); use backend='cpu' or 'auto'"
+        )
+    return "cpu"
+
+
+def device_name(backend: str) -> str:
+    """Human-readable name of the device a resolved backend runs on."""
+    if backend == "cuda":
+        if simulating_cuda():
+            return "CUDA simulator"
+        name = cuda_module().get_current_device().name
+        return name.decode() if isinstance(name, bytes) else str(name)
+    return f"CPU ({numba.config.NUMBA_NUM_THREADS} threads, numba {numba.__version__})"
+
+
+def build_for(backend, kernel, cpu_template, cuda_template):
+    """Apply the template of a resolved backend to ``kernel``."""
+    if backend == "cpu":
+        return cpu_template(kernel)
+    if backend == "cuda":
+        return cuda_template(kernel)
+    raise ValueError(f"backend must be 'cpu' or 'cuda' once resolved, got {backend!r}")
+
+
+@numba.njit
+def identity(array):
+    """``array`` itself (a kernel argument that needs no unwrapping on a real GPU)."""
+    return array
+
+
+def simulator_copy(array):
+    """A host copy of a CUDA-simulator array, which CPU-jitted functions can unbox."""
+    # The simulator hands kernels wrapped arrays that CPU-jitted functions cannot unbox.
+    return array.copy_to_host()
+
+
+def simulator_view(array):
+    """The numpy array behind a CUDA-simulator argument (writes land in the device array)."""
+    # The numpy array behind a simulator kernel argument: CPU-jitted functions can
+    # unbox it, and what they write lands in the device array.
+    return array._ary
+
+
+@contextlib.contextmanager
+def out_of_memory_as_memory_error(what: str):
+    """Turn numba's out-of-memory errors (CudaAPIError and its own types) into MemoryError."""
+    try:
+        yield
+    except Exception as err:
+        if "OUT_OF_MEMORY" in str(err).upper() or "out of memory" in str(err).lower():
+            raise MemoryError(f"GPU out of memory for {what}") from err
+        raise
+
+
+def device_zeros(shape, dtype):
+    """A zero-filled device array, set on the device (no host array, no transfer)."""
+    if simulating_cuda():
+        return cuda.to_device(np.zeros(shape, dtype=dtype))
+    from numba.cuda.cudadrv.driver import device_memset
+
+    array = cuda.device_array(shape, dtype=dtype)
+    device_memset(array, 0, array.nbytes)
+    return array
+
+
+def poll_counter(counter, run_stream, n_items, progress, interval=0.2):
+    """Report items started (``progress(n)``) while the kernel on ``run_stream`` runs.
+
+    Copies the work counter on a second stream; reading it while the kernel updates it
+    is a benign race (the value only grows).
+    """
+    import time
+
+    if simulating_cuda():  # the simulator ran the kernel synchronously at launch
+        progress(n_items)
+        return
+    done = cuda.event()
+    done.record(run_stream)
+    poll_stream = cuda.stream()
+    host = cuda.pinned_array(1, dtype=np.int64)
+    while not done.query():
+        counter.copy_to_host(host, stream=poll_stream)
+        poll_stream.synchronize()
+        progress(min(int(host[0]), n_items))
+        time.sleep(interval)
+    progress(n_items)

@@ -1,0 +1,49 @@
+"""A dask cluster for ensembles: one worker per GPU (dask-cuda), or a CPU cluster without GPUs.
+
+Any other ``distributed.Client`` works the same (Slurm through ``dask-jobqueue``,
+Kubernetes, SSH): once a client is active, run functions return lazy results chunked
+over its workers, and each task picks its device inside the worker.
+"""
+
+from . import backend as _backend
+from . import engine
+
+
+def cluster(n_gpus=None, **kwargs):
+    """Start a local cluster and return a ``distributed.Client`` connected to it.
+
+    With GPUs visible: ``dask_cuda.LocalCUDACluster``, one worker per GPU, two threads
+    per worker so that two chunks are in flight on each GPU (one fills the other's tail
+    of long realizations). Without GPUs: a ``distributed.LocalCluster`` with one worker
+    whose kernels use all cores (numba's parallel loop). Nothing here creates a CUDA
+    context in this process (GPUs are counted through the driver, as ``cuInit`` does).
+
+    Parameters
+    ----------
+    n_gpus : int, optional
+        Use the first ``n_gpus`` GPUs (default: all). 0 forces the CPU cluster.
+    **kwargs
+        Passed to the cluster (e.g. ``threads_per_worker``, ``dashboard_address``).
+
+    Examples
+    --------
+    >>> client = gpuensembles.cluster()          # doctest: +SKIP
+    >>> ds = gpuensembles.escape_times(..., realizations=10**8)   # lazy, one chunk set per GPU
+    >>> ds.to_netcdf("fpt.nc")                   # runs on all GPUs
+    """
+    from distributed import Client, LocalCluster
+
+    available = _backend.gpu_count()
+    if n_gpus is not None:
+        n_gpus = engine.check_count("n_gpus", n_gpus, minimum=0)
+        if n_gpus > available:
+            raise ValueError(f"n_gpus={n_gpus} but {available} GPU(s) are visible")
+    if available and n_gpus != 0:
+        from dask_cuda import LocalCUDACluster
+
+        kwargs.setdefault("threads_per_worker", 2)
+        kwargs.setdefault("CUDA_VISIBLE_DEVICES", list(range(n_gpus or available)))
+        return Client(LocalCUDACluster(**kwargs))
+    kwargs.setdefault("n_workers", 1)
+    kwargs.setdefault("threads_per_worker", 1)
+    return Client(LocalCluster(**kwargs))

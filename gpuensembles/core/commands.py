@@ -1,0 +1,72 @@
+"""Command-line helpers every family's ``cli.py`` shares: option builders, summaries, plots.
+
+The subcommands themselves are registered with :mod:`gpuensembles.core.registry`;
+:mod:`gpuensembles.cli` builds the parser from the registry.
+"""
+
+import argparse
+
+import numpy as np
+
+from . import backend
+from .io import version
+
+
+def values(given):
+    """A CLI option of one or more numbers as the run functions take it: a scalar or a 1-D array."""
+    if given is None:
+        return None
+    return given[0] if len(given) == 1 else np.asarray(given)
+
+
+def add_parameter(parser: argparse.ArgumentParser, name: str, help_text: str, default=None, required=False):
+    """A float option ``--name`` taking one or more values (several become a dimension)."""
+    parser.add_argument(f"--{name.replace('_', '-')}", dest=name, type=float, nargs="+", default=default,
+                        required=required, metavar="X", help=f"{help_text} (one or more values)")
+
+
+def add_run_options(parser: argparse.ArgumentParser, unit: str):
+    """Options every subcommand has: seed, backend, output, plot, chunks, cluster, progress.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        The subcommand's parser.
+    unit : str
+        What one ``--chunks`` unit counts (e.g. ``"realizations"``).
+    """
+    parser.add_argument("--seed", type=int, default=None, help="random seed in [0, 2**32); default: fresh, recorded")
+    parser.add_argument("--backend", choices=backend.BACKENDS, default="auto")
+    parser.add_argument("-o", "--output", required=True, help="NetCDF file to write")
+    parser.add_argument("--plot", dest="plot_path", metavar="PNG", help="also draw the result into this PNG file")
+    parser.add_argument("--chunks", type=int, metavar="N", help=f"{unit} per chunk (a dask-backed run)")
+    parser.add_argument("--cluster", action="store_true",
+                        help="run the chunks on a local cluster: one worker per GPU (dask-cuda), or the CPU")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def run_options(args: argparse.Namespace) -> dict:
+    """The keyword arguments of :func:`add_run_options` that every run function takes."""
+    return dict(seed=args.seed, backend=args.backend, chunks=args.chunks, progress=not args.no_progress)
+
+
+def header(ds, seconds: float, work: float, unit: str, output: str):
+    """Print the first two summary lines: model, device, seed, work done and its rate."""
+    print(f"gpuensembles {version()} | {ds.attrs['model']} | backend {ds.attrs['backend']} on {ds.attrs['device']}")
+    print(f"seed {ds.attrs['seed']} | {work:.3e} {unit} in {seconds:.2f} s ({work / seconds:.3e} {unit}/s) -> {output}")
+
+
+def print_table(table, digits: int = 6):
+    """Print a Dataset of statistics: a table over its dimensions, or one line for a single point."""
+    first = next(iter(table.data_vars.values()))
+    if first.ndim:
+        print(table.to_dataframe().to_string(float_format=lambda x: f"{x:.{digits}g}"))
+    else:
+        print(", ".join(f"{k} {float(v):.{digits}g}" for k, v in table.data_vars.items()))
+
+
+def use_agg():
+    """Select matplotlib's file-only backend (the CLI draws PNGs, never windows)."""
+    import matplotlib
+
+    matplotlib.use("Agg")

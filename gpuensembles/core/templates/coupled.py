@@ -1,0 +1,328 @@
+"""Globally coupled oscillators (Kuramoto): mean-field and pairwise (K_ij) templates.
+
+One system of ``N`` oscillators is advanced by Euler-Maruyama steps; every ``every``
+steps the order parameter ``r e^{i psi} = (1/N) sum_j e^{i x_j}`` and a phase histogram
+are recorded. Oscillator ``i`` at step ``k`` takes normal ``i % 4`` of Philox block
+``k * ceil(N / 4) + i // 4``, in both templates, so the two paths use the same noise.
+
+* Mean field (seed 004, PROG3): ``sum_j sin(x_j - x_i) = cos(x_i) S - sin(x_i) C`` with
+  ``S, C = sum_j (sin, cos)(x_j)``. On CUDA one cooperative launch runs all steps: each
+  block reduces its partial sums, a grid-wide barrier follows, and every block adds the
+  partials in the same fixed order, so there is no host round trip per step and the run is
+  deterministic on a given device. The CPU sums fixed tiles in a fixed order (the same
+  numbers for any thread count).
+* Pairwise (PROG2): ``sum_j K_ij sin(x_j - x_i)``, O(N^2) per step, tiled through shared
+  memory on CUDA (one launch per step; a sample copies the phases to the host).
+"""
+
+import functools
+import math
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from ..backend import bind_cuda, build_for, out_of_memory_as_memory_error, simulating_cuda
+
+cuda = None  # numba.cuda once a CUDA template is built (see bind_cuda)
+
+
+@dataclass(frozen=True)
+class OscillatorKernel:
+    """Scalar pieces of one oscillator step (``numba.jit``, no signatures).
+
+    Attributes
+    ----------
+    step : callable
+        ``step(x, omega, coupling, h_g, s, z) -> x``: one Euler-Maruyama step of
+        ``g x' = omega + coupling + sqrt(2 g kT) xi`` (``h_g = h / g``, ``s`` the noise
+        amplitude), wrapped to ``[-pi, pi)``.
+    noise : callable
+        ``noise(s, seed, stream, rid, draw) -> (z0, z1, z2, z3)``: four normals (zeros when
+        ``s == 0``, without drawing).
+    """
+
+    step: Callable
+    noise: Callable
+
+
+_TILE = 256  # groups of four oscillators per CPU tile / CUDA block
+_MAX_BINS = 1024
+
+
+@functools.cache
+def mean_field_runner(kernel: OscillatorKernel, backend: str):
+    """``run(x, omega, kn, h_g, s, steps, every, seed, stream, rid, r, psi, hist)`` for one system.
+
+    ``x`` (float32, updated in place) and ``omega`` (float32) hold the phases and natural
+    frequencies; the coupling is ``kn * sum_j sin(x_j - x_i)``. After step ``(m + 1) *
+    every`` it writes ``r[m]``, ``psi[m]`` and adds the phases to ``hist[m, :]`` (int64,
+    zeroed by the caller; equal bins over ``[-pi, pi)``).
+    """
+    return build_for(backend, kernel, _cpu_mean_field, _cuda_mean_field)
+
+
+@functools.cache
+def pairwise_runner(kernel: OscillatorKernel, backend: str):
+    """As :func:`mean_field_runner` with a coupling matrix: ``run(x, omega, KT, h_g, s, ...)``.
+
+    ``KT`` is the *transpose* of ``K`` (float32, C order): ``KT[j, i] = K_ij``, so that
+    neighbouring threads read neighbouring addresses.
+    """
+    return build_for(backend, kernel, _cpu_pairwise, _cuda_pairwise)
+
+
+@numba.njit
+def _bin(x, bins):
+    b = np.int64((x + math.pi) * (bins / (2.0 * math.pi)))
+    return min(max(b, 0), bins - 1)
+
+
+@numba.njit
+def _record(x, m, r, psi, hist):
+    """Order parameter and histogram of the phases ``x`` into sample ``m`` (host side)."""
+    s = 0.0
+    c = 0.0
+    bins = hist.shape[1]
+    for i in range(x.size):
+        s += math.sin(x[i])
+        c += math.cos(x[i])
+        hist[m, _bin(x[i], bins)] += 1
+    r[m] = math.sqrt(s * s + c * c) / x.size
+    psi[m] = math.atan2(s, c)
+
+
+def _cpu_mean_field(kernel):
+    step, noise = kernel.step, kernel.noise
+
+    @numba.njit(parallel=True)
+    def tile_sums(x, ps, pc, ngroups, kn, h_g, s, omega, k, seed, stream, rid, advance):
+        n = x.size
+        for t in numba.prange(ps.size):
+            acc_s, acc_c = 0.0, 0.0
+            for g in range(t * _TILE, min(ngroups, (t + 1) * _TILE)):
+                z = noise(s if advance else np.float32(0.0), seed, stream, rid, k * ngroups + g)
+                for j in range(4):
+                    i = 4 * g + j
+                    if i < n:
+                        if advance:
+                            xi = x[i]
+                            coupling = math.cos(xi) * kn[0] - math.sin(xi) * kn[1]
+                            x[i] = step(xi, omega[i], coupling, h_g, s, z[j])
+                        acc_s += math.sin(x[i])
+                        acc_c += math.cos(x[i])
+            ps[t] = acc_s
+            pc[t] = acc_c
+        return ps.sum(), pc.sum()  # serial, in tile order
+
+    def run(x, omega, kn, h_g, s, steps, every, seed, stream, rid, r, psi, hist):
+        n = x.size
+        ngroups = -(-n // 4)
+        ps, pc = np.empty(-(-ngroups // _TILE)), np.empty(-(-ngroups // _TILE))
+        F = np.float32
+        args = (np.float32(h_g), np.float32(s), omega)
+        S, C = tile_sums(x, ps, pc, ngroups, np.zeros(2, F), *args, 0, np.uint32(seed), np.uint32(stream),
+                         np.int64(rid), False)
+        for k in range(steps):
+            coupling = np.array([kn * S, kn * C], dtype=F)
+            S, C = tile_sums(x, ps, pc, ngroups, coupling, *args, k, np.uint32(seed), np.uint32(stream),
+                             np.int64(rid), True)
+            if (k + 1) % every == 0:
+                _record(x, (k + 1) // every - 1, r, psi, hist)
+
+    return run
+
+
+def _cpu_pairwise(kernel):
+    step, noise = kernel.step, kernel.noise
+
+    @numba.njit(parallel=True)
+    def pair_step(x, x_new, omega, KT, h_g, s, k, seed, stream, rid):
+        n = x.size
+        ngroups = (n + 3) // 4
+        for i in numba.prange(n):
+            xi = x[i]
+            coupling = np.float32(0.0)
+            for j in range(n):
+                coupling += KT[j, i] * math.sin(x[j] - xi)
+            z = noise(s, seed, stream, rid, k * ngroups + i // 4)
+            x_new[i] = step(xi, omega[i], coupling, h_g, s, z[i % 4])
+
+    def run(x, omega, KT, h_g, s, steps, every, seed, stream, rid, r, psi, hist):
+        other = np.empty_like(x)
+        now = x
+        for k in range(steps):
+            pair_step(now, other, omega, KT, np.float32(h_g), np.float32(s), k, np.uint32(seed), np.uint32(stream),
+                      np.int64(rid))
+            now, other = other, now
+            if (k + 1) % every == 0:
+                _record(now, (k + 1) // every - 1, r, psi, hist)
+        if now is not x:
+            x[:] = now
+
+    return run
+
+
+def _cuda_mean_field(kernel):
+    bind_cuda(globals())
+    step, noise = kernel.step, kernel.noise
+    threads = 8 if simulating_cuda() else _TILE
+
+    @cuda.jit(device=True)
+    def block_sum(sh, a, b):
+        # fixed-shape tree over the block: the same order on every run
+        t = cuda.threadIdx.x
+        sh[0, t] = a
+        sh[1, t] = b
+        cuda.syncthreads()
+        half = threads // 2
+        while half > 0:
+            if t < half:
+                sh[0, t] += sh[0, t + half]
+                sh[1, t] += sh[1, t + half]
+            cuda.syncthreads()
+            half //= 2
+        a, b = sh[0, 0], sh[1, 0]
+        cuda.syncthreads()
+        return a, b
+
+    @cuda.jit(device=True)
+    def total(sh, partials, buf):
+        # every block adds all blocks' partials in the same order
+        a, b = 0.0, 0.0
+        for q in range(cuda.threadIdx.x, partials.shape[2], threads):
+            a += partials[buf, 0, q]
+            b += partials[buf, 1, q]
+        return block_sum(sh, a, b)
+
+    @cuda.jit(fastmath=True)
+    def mean_field_kernel(x, omega, kn, h_g, s, steps, every, seed, stream, rid, partials, r, psi, hist):
+        grid = cuda.cg.this_grid()
+        sh = cuda.shared.array((2, threads), dtype=numba.float64)
+        shist = cuda.shared.array(_MAX_BINS, dtype=numba.int32)
+        n = x.shape[0]
+        bins = hist.shape[1]
+        ngroups = (n + 3) // 4
+        t = cuda.threadIdx.x
+        first = cuda.blockIdx.x * threads + t
+        stride = cuda.gridDim.x * threads
+        for q in range(t, bins, threads):
+            shist[q] = 0
+        acc_s, acc_c = 0.0, 0.0
+        for g in range(first, ngroups, stride):
+            for j in range(4):
+                if 4 * g + j < n:
+                    acc_s += math.sin(x[4 * g + j])
+                    acc_c += math.cos(x[4 * g + j])
+        a, b = block_sum(sh, acc_s, acc_c)
+        if t == 0:
+            partials[0, 0, cuda.blockIdx.x] = a
+            partials[0, 1, cuda.blockIdx.x] = b
+        grid.sync()
+        for k in range(steps):
+            S, C = total(sh, partials, k & 1)
+            if k > 0 and k % every == 0 and cuda.blockIdx.x == 0 and t == 0:
+                r[k // every - 1] = math.sqrt(S * S + C * C) / n
+                psi[k // every - 1] = math.atan2(S, C)
+            cs, cc = np.float32(kn * S), np.float32(kn * C)
+            sample = (k + 1) % every == 0
+            acc_s, acc_c = 0.0, 0.0
+            for g in range(first, ngroups, stride):
+                z = noise(s, seed, stream, rid, k * ngroups + g)
+                for j in range(4):
+                    i = 4 * g + j
+                    if i < n:
+                        xi = x[i]
+                        xi = step(xi, omega[i], math.cos(xi) * cs - math.sin(xi) * cc, h_g, s, z[j])
+                        x[i] = xi
+                        acc_s += math.sin(xi)
+                        acc_c += math.cos(xi)
+                        if sample:
+                            cuda.atomic.add(shist, _bin(xi, bins), 1)
+            a, b = block_sum(sh, acc_s, acc_c)
+            if t == 0:
+                partials[(k + 1) & 1, 0, cuda.blockIdx.x] = a
+                partials[(k + 1) & 1, 1, cuda.blockIdx.x] = b
+            if sample:
+                cuda.syncthreads()
+                for q in range(t, bins, threads):
+                    if shist[q] != 0:
+                        cuda.atomic.add(hist, ((k + 1) // every - 1, q), np.int64(shist[q]))
+                        shist[q] = 0
+            grid.sync()
+        if cuda.blockIdx.x == 0:
+            S, C = total(sh, partials, steps & 1)
+            if t == 0:
+                r[steps // every - 1] = math.sqrt(S * S + C * C) / n
+                psi[steps // every - 1] = math.atan2(S, C)
+
+    def run(x, omega, kn, h_g, s, steps, every, seed, stream, rid, r, psi, hist):
+        if hist.shape[1] > _MAX_BINS:
+            raise ValueError(f"bins must be <= {_MAX_BINS}, got {hist.shape[1]}")
+        ngroups = -(-x.size // 4)
+        with out_of_memory_as_memory_error(f"a system of {x.size} oscillators"):
+            d_x, d_omega = cuda.to_device(x), cuda.to_device(omega)
+            d_r, d_psi, d_hist = cuda.device_array(r.shape), cuda.device_array(psi.shape), cuda.to_device(hist)
+            args = [d_x, d_omega, np.float64(kn), np.float32(h_g), np.float32(s), np.int64(steps), np.int64(every),
+                    np.uint32(seed), np.uint32(stream), np.int64(rid)]
+            if simulating_cuda():
+                blocks, launch = 1, mean_field_kernel  # the simulator's grid barrier spans one block
+            else:
+                probe = cuda.device_array((2, 2, 1))
+                launch = mean_field_kernel.specialize(*args, probe, d_r, d_psi, d_hist)
+                fitting = next(iter(launch.overloads.values())).max_cooperative_grid_blocks(threads)
+                blocks = max(1, min(fitting, -(-ngroups // threads)))
+            partials = cuda.device_array((2, 2, blocks))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", numba.core.errors.NumbaPerformanceWarning)
+            launch[blocks, threads](*args, partials, d_r, d_psi, d_hist)
+        for host, device in ((x, d_x), (r, d_r), (psi, d_psi), (hist, d_hist)):
+            device.copy_to_host(host)
+
+    run.kernel = mean_field_kernel
+    return run
+
+
+def _cuda_pairwise(kernel):
+    bind_cuda(globals())
+    step, noise = kernel.step, kernel.noise
+    threads = 8 if simulating_cuda() else _TILE
+
+    @cuda.jit(fastmath=True)
+    def pairwise_kernel(x, x_new, omega, KT, h_g, s, k, seed, stream, rid):
+        tile = cuda.shared.array(threads, dtype=numba.float32)
+        n = x.shape[0]
+        i = cuda.grid(1)
+        xi = x[min(i, n - 1)]
+        coupling = np.float32(0.0)
+        for start in range(0, n, threads):
+            j = start + cuda.threadIdx.x
+            tile[cuda.threadIdx.x] = x[j] if j < n else np.float32(0.0)
+            cuda.syncthreads()
+            if i < n:
+                for q in range(min(threads, n - start)):
+                    coupling += KT[start + q, i] * math.sin(tile[q] - xi)
+            cuda.syncthreads()
+        if i < n:
+            z = noise(s, seed, stream, rid, k * ((n + 3) // 4) + i // 4)
+            x_new[i] = step(xi, omega[i], coupling, h_g, s, z[i % 4])
+
+    def run(x, omega, KT, h_g, s, steps, every, seed, stream, rid, r, psi, hist):
+        with out_of_memory_as_memory_error(f"a coupling matrix of {x.size}^2 oscillators"):
+            now, other = cuda.to_device(x), cuda.device_array_like(x)
+            d_omega, d_KT = cuda.to_device(omega), cuda.to_device(KT)
+        blocks = -(-x.size // threads)
+        host = np.empty_like(x)
+        for k in range(steps):
+            pairwise_kernel[blocks, threads](now, other, d_omega, d_KT, np.float32(h_g), np.float32(s), np.int64(k),
+                                             np.uint32(seed), np.uint32(stream), np.int64(rid))
+            now, other = other, now
+            if (k + 1) % every == 0:
+                now.copy_to_host(host)
+                _record(host, (k + 1) // every - 1, r, psi, hist)
+        now.copy_to_host(x)
+
+    run.kernel = pairwise_kernel
+    return run

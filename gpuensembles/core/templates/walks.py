@@ -1,0 +1,249 @@
+"""Weighted random walks on a sparse Markov chain (Monte Carlo linear solvers)."""
+
+import functools
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from ..backend import (
+    bind_cuda,
+    build_for,
+    device_zeros,
+    identity,
+    out_of_memory_as_memory_error,
+    simulating_cuda,
+    simulator_copy,
+)
+
+cuda = None  # numba.cuda once a CUDA template is built (see bind_cuda)
+
+
+
+@dataclass(frozen=True)
+class WalkKernel:
+    """Scalar pieces of weighted random walks on a sparse Markov chain (Monte Carlo transport).
+
+    The chain is a CSR table ``(indptr, indices, cdf, factor)``: from state ``i`` the walk
+    moves to ``indices[e]`` with probability ``cdf[e] - cdf[e - 1]`` (``e`` in row ``i``)
+    and multiplies its weight by ``factor[e]``. Walks start from a *source table*
+    ``(src_cdf, src_state, src_weight)``.
+
+    Attributes
+    ----------
+    transition : callable
+        ``transition(indptr, indices, cdf, factor, state, u) -> (next_state, factor)`` for a
+        uniform ``u`` in (0, 1); ``next_state < 0`` means absorbed (an empty row).
+    source : callable
+        ``source(src_cdf, u) -> s``: index of the source row drawn by ``u``.
+    per_visit : bool
+        True: a walk samples its start from the sources and every visited state adds the
+        walk's weight to the state's own bin (adjoint method, collision estimator). False:
+        the walk starts at source ``k // per_source`` with its weight, sums
+        ``weight * score[state]`` over its visits and adds the sum to the bin of its source
+        once, when it ends (forward method).
+    """
+
+    transition: Callable
+    source: Callable
+    per_visit: bool
+
+
+@numba.njit
+def _unit_interval_53(a, b):
+    """A float64 uniform in (0, 1) with 53 random bits from two uint32 words."""
+    return ((np.uint64(a) << np.uint64(21)) + (np.uint64(b) >> np.uint64(11)) + 0.5) * 2.0**-53
+
+
+@numba.njit
+def _pick(c0, c1, c2, c3, j):
+    w = c0 if j == 0 else (c1 if j == 1 else (c2 if j == 2 else c3))
+    return (np.float64(w) + 0.5) * 2.0**-32
+
+
+def _walk_pieces(kernel):
+    """``begin`` and ``advance`` of one walk, shared verbatim by the CPU and CUDA templates.
+
+    Draw 0 of a walk's Philox stream picks its source (53-bit uniform), draws ``1 + s // 4``
+    feed transitions ``s`` (one 32-bit word each).
+    """
+    from .. import rng
+
+    transition, source, per_visit = kernel.transition, kernel.source, kernel.per_visit
+
+    @numba.njit
+    def begin(src_cdf, src_state, src_weight, per_source, k, seed, stream, history, cutoff):
+        if per_visit:
+            c = rng.philox_block(seed, stream, history, 0)
+            s = source(src_cdf, _unit_interval_53(c[0], c[1]))
+            bin_ = -1
+        else:
+            s = k // per_source
+            bin_ = s
+        w = src_weight[s]
+        return src_state[s], w, cutoff * abs(w), bin_
+
+    @numba.njit
+    def advance(indptr, indices, cdf, factor, i, w, wcut, step, words, max_steps, seed, stream, history):
+        """One transition; returns ``(i, w, step, words, done)``."""
+        if step >= max_steps:
+            return i, w, step, words, True
+        if step % 4 == 0:
+            words = rng.philox_block(seed, stream, history, 1 + step // 4)
+        u = _pick(words[0], words[1], words[2], words[3], step % 4)
+        i, f = transition(indptr, indices, cdf, factor, i, u)
+        step += 1
+        w *= f
+        return i, w, step, words, i < 0 or abs(w) < wcut
+
+    return begin, advance, per_visit
+
+
+@functools.cache
+def walk_runner(kernel: WalkKernel, backend: str):
+    """Compile ``kernel`` for ``backend``; return ``run(chain, sources, score, batches, ..., out)``.
+
+    ``run(chain, sources, per_source, score, first, size, seed, stream, cutoff, max_steps, out)``
+    runs, for every local batch ``b``, the walks with history ids ``first[b] + k``,
+    ``0 <= k < size[b]``, and writes their summed tallies to ``out[b, :-1]`` and their
+    transitions to ``out[b, -1]`` (float64, exact below 2**53). ``chain`` is
+    ``(indptr, indices, cdf, factor)``, ``sources`` is ``(src_cdf, src_state, src_weight)``.
+    A walk stops after ``max_steps`` transitions, on an empty row, or once its weight
+    falls below ``cutoff`` times its start weight.
+
+    The CPU runner gives each batch to one thread, so its sums are bit-identical for any
+    chunking. The CUDA runner adds with atomics (in shared memory when the bins fit), so
+    its sums agree to float64 rounding; the walks themselves (and ``out[:, -1]``) are
+    identical.
+    """
+    return build_for(backend, kernel, _cpu_walks, _cuda_walks)
+
+
+def _cpu_walks(kernel):
+    begin, advance, per_visit = _walk_pieces(kernel)
+
+    @numba.njit(parallel=True)
+    def run_cpu(indptr, indices, cdf, factor, src_cdf, src_state, src_weight, per_source, score, first, size,
+                seed, stream, cutoff, max_steps, out):
+        nbins = out.shape[1] - 1
+        for b in numba.prange(out.shape[0]):
+            transitions = 0
+            for k in range(size[b]):
+                history = first[b] + k
+                i, w, wcut, bin_ = begin(src_cdf, src_state, src_weight, per_source[b], k, seed, stream, history,
+                                         cutoff)
+                words = (np.uint32(0), np.uint32(0), np.uint32(0), np.uint32(0))
+                step, acc, done = 0, 0.0, False
+                while not done:
+                    if per_visit:
+                        out[b, i] += w
+                    else:
+                        acc += w * score[i]
+                    i, w, step, words, done = advance(indptr, indices, cdf, factor, i, w, wcut, step, words,
+                                                      max_steps, seed, stream, history)
+                if not per_visit:
+                    out[b, bin_] += acc
+                transitions += step
+            out[b, nbins] = transitions
+
+    def run(chain, sources, per_source, score, first, size, seed, stream, cutoff, max_steps, out):
+        out[...] = 0.0
+        run_cpu(*chain, *sources, per_source, score, first, size, np.uint32(seed), np.uint32(stream),
+                np.float64(cutoff), np.int64(max_steps), out)
+
+    return run
+
+
+_WALK_THREADS = 256
+_WALK_SHARED_BYTES = 40 * 1024  # per block; bins beyond that are added in global memory
+
+
+def _cuda_walks(kernel):
+    bind_cuda(globals())
+    begin, advance, per_visit = _walk_pieces(kernel)
+    readable = simulator_copy if simulating_cuda() else identity
+
+    @cuda.jit(device=True)
+    def tally(local, out, b, bin_, value, shared):
+        if shared:
+            cuda.atomic.add(local, bin_, value)
+        else:
+            cuda.atomic.add(out, (b, bin_), value)
+
+    @cuda.jit
+    def walk_kernel(indptr, indices, cdf, factor, src_cdf, src_state, src_weight, per_source, score, first, size,
+                    seed, stream, cutoff, max_steps, blocks_per_batch, shared, out, counters):
+        # Persistent threads per batch: the blocks of batch b take its walks from
+        # counters[b], so a lane whose walk ends starts the next one at once (walk lengths
+        # vary by orders of magnitude). Tallies go to a per-block copy in shared memory.
+        local = cuda.shared.array(0, dtype=numba.float64)
+        nbins = out.shape[1] - 1
+        b = cuda.blockIdx.x // blocks_per_batch
+        if shared:
+            for t in range(cuda.threadIdx.x, nbins, cuda.blockDim.x):
+                local[t] = 0.0
+            cuda.syncthreads()
+        indptr, indices, cdf, factor = readable(indptr), readable(indices), readable(cdf), readable(factor)
+        src_cdf, src_state, src_weight = readable(src_cdf), readable(src_state), readable(src_weight)
+        n_walks = size[b]
+        k = cuda.atomic.add(counters, b, 1)
+        words = (np.uint32(0), np.uint32(0), np.uint32(0), np.uint32(0))
+        i, w, wcut, bin_ = begin(src_cdf, src_state, src_weight, per_source[b], min(k, n_walks - 1), seed, stream,
+                                 first[b] + k, cutoff)
+        step, acc, transitions = 0, 0.0, 0
+        while k < n_walks:
+            if per_visit:
+                tally(local, out, b, i, w, shared)
+            else:
+                acc += w * score[i]
+            i, w, step, words, done = advance(indptr, indices, cdf, factor, i, w, wcut, step, words, max_steps,
+                                              seed, stream, first[b] + k)
+            if done:
+                if not per_visit:
+                    tally(local, out, b, bin_, acc, shared)
+                transitions += step
+                k = cuda.atomic.add(counters, b, 1)
+                if k < n_walks:
+                    i, w, wcut, bin_ = begin(src_cdf, src_state, src_weight, per_source[b], k, seed, stream,
+                                             first[b] + k, cutoff)
+                    step, acc = 0, 0.0
+        cuda.atomic.add(out, (b, nbins), np.float64(transitions))
+        if shared:
+            cuda.syncthreads()
+            for t in range(cuda.threadIdx.x, nbins, cuda.blockDim.x):
+                if local[t] != 0.0:
+                    cuda.atomic.add(out, (b, t), local[t])
+
+    def run(chain, sources, per_source, score, first, size, seed, stream, cutoff, max_steps, out):
+        n_batches, width = out.shape
+        if n_batches == 0:
+            return
+        shared_bytes = 8 * (width - 1)
+        shared = shared_bytes <= _WALK_SHARED_BYTES
+        if simulating_cuda():
+            threads, blocks_per_batch = 4, 2
+        else:
+            device = cuda.get_current_device()
+            threads = _WALK_THREADS
+            per_sm = 2048 // threads
+            if shared:
+                per_sm = max(1, min(per_sm, device.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR // (shared_bytes + 1024)))
+            blocks_per_batch = max(1, -(-device.MULTIPROCESSOR_COUNT * per_sm // n_batches))
+            blocks_per_batch = min(blocks_per_batch, max(1, -(-int(size.max()) // threads)))
+        with out_of_memory_as_memory_error(f"{n_batches} batches of {width - 1} bins"):
+            args = [cuda.to_device(np.ascontiguousarray(a)) for a in (*chain, *sources, per_source, score, first, size)]
+            d_out = device_zeros(out.shape, np.float64)
+            counters = device_zeros(n_batches, np.int64)
+        launch_stream = cuda.stream()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", numba.core.errors.NumbaPerformanceWarning)
+            walk_kernel[n_batches * blocks_per_batch, threads, launch_stream, shared_bytes if shared else 0](
+                *args, np.uint32(seed), np.uint32(stream), np.float64(cutoff), np.int64(max_steps),
+                np.int64(blocks_per_batch), shared, d_out, counters)
+        d_out.copy_to_host(out, stream=launch_stream)
+        launch_stream.synchronize()
+
+    run.kernel = walk_kernel
+    return run

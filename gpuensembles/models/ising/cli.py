@@ -1,0 +1,57 @@
+"""Subcommand ``ising``."""
+
+import numpy as np
+
+from ...core import commands
+from ...core.commands import add_parameter, values
+from .run import KERNELS, STARTS, ising
+from .theory import ISING_BETA_C
+
+
+def add_arguments(parser):
+    """Options of ``ising``."""
+    parser.add_argument("--L", type=int, nargs="+", required=True, help="lattice size(s), even")
+    add_parameter(parser, "beta", "inverse temperature J / k_B T", required=True)
+    parser.add_argument("--sweeps", type=int, required=True, help="measured sweeps per chain")
+    parser.add_argument("--thermalization", type=int, default=0, help="sweeps discarded first")
+    parser.add_argument("--realizations", type=int, default=1, help="independent chains per (L, beta)")
+    parser.add_argument("--measure-every", type=int, default=1, help="sweeps between measurements")
+    parser.add_argument("--bins", type=int, help="bins of consecutive measurements kept per chain (default 64)")
+    parser.add_argument("--start", choices=STARTS, default="hot")
+    parser.add_argument("--kernel", choices=KERNELS, default="multispin")
+    commands.add_run_options(parser, "groups of lattices")
+
+
+def run(args):
+    """Run ``ising``."""
+    return ising(L=values(args.L), beta=values(args.beta), sweeps=args.sweeps, thermalization=args.thermalization,
+                 realizations=args.realizations, measure_every=args.measure_every, bins=args.bins, start=args.start,
+                 kernel=args.kernel, **commands.run_options(args))
+
+
+def summary(ds, seconds, output):
+    """Spin flips and rate, then energy, specific heat and Binder cumulant with the exact values."""
+    sweeps = int(ds.attrs["sweeps"]) + int(ds.attrs["thermalization"])
+    flips = sum(int(L) ** 2 for L in np.atleast_1d(ds.L.values)) * ds.beta.size * ds.realization.size * sweeps
+    commands.header(ds, seconds, flips, "spin flips", output)
+    table = ds.ising.energy().rename(mean="e", stderr="e stderr").merge(
+        ds.ising.specific_heat().rename(mean="c", stderr="c stderr")).merge(
+        ds.ising.binder().rename(mean="U4", stderr="U4 stderr")).merge(ds.ising.exact().rename(
+            energy="e exact", specific_heat="c exact"))
+    commands.print_table(table)
+
+
+def plot(ds, path):
+    """Binder cumulant over beta, one curve per L, and beta_c."""
+    commands.use_agg()
+    import matplotlib.pyplot as plt
+
+    from ...analysis.plots import plot_field, save
+
+    binder = ds.ising.binder()["mean"]
+    if "beta" not in binder.dims:
+        return save(plot_field(binder), path)
+    ax = plt.subplots()[1]
+    binder.plot.line(ax=ax, x="beta", hue="L" if "L" in binder.dims else None, marker="o")
+    ax.axvline(ISING_BETA_C, color="k", lw=0.8, ls=":", label="beta_c")
+    save(ax, path)

@@ -1,0 +1,513 @@
+"""Checkerboard lattice sweeps (2D Ising Metropolis) on both targets.
+
+The physics is in :mod:`gpuensembles.models.metropolis` (one ``numba.jit`` source for
+the CPU and CUDA). This module supplies the loops: half-sweeps over groups of lattices,
+per-lane counting of flips, magnetization and anti-aligned bonds on measurement sweeps,
+and the accumulation of the measurements into bins (:func:`metropolis.record`).
+
+A run is ``run(lattice, thr, group0, seed, key, geometry, schedule, bins, series)``:
+
+* ``lattice``: 1-D array of ``n_groups`` blocks of ``2 L S`` items (uint32 words or int8
+  spins), updated in place; ``thr``: the groups' thresholds (``THRESHOLD_STRIDE`` each);
+* ``geometry = (L, S, strips, systems_per_group, lanes_per_system, n_systems)``: system
+  ``s`` (``< n_systems``) of the block is lanes ``[(s % spg) span, + span)`` of group
+  ``s // spg``;
+* ``schedule = (thermalization, sweeps, measure_every)``: a measurement after every
+  ``measure_every``-th sweep past the thermalization;
+* ``bins (n_systems, n_bins, 6)``, ``series (n_systems, n_measurements or 0, 2)``: float64
+  outputs of :func:`metropolis.record` (bins must start at zero).
+
+Counts are integers (exact and order-independent), so both targets give identical bins.
+"""
+
+import functools
+import warnings
+
+import numba
+import numpy as np
+
+from ...core.backend import bind_cuda, identity, out_of_memory_as_memory_error, simulating_cuda, simulator_view
+from . import physics as metropolis
+
+cuda = None  # numba.cuda once a CUDA template is built (see bind_cuda)
+
+KINDS = ("multispin", "int8")
+_COUNTS = 3  # per lane: down spins, anti-aligned bonds, flips in the measured sweep
+#: Below this many items per half-sweep, CPU threads take whole groups instead of items.
+_MIN_ITEMS_PER_HALF_SWEEP = 1 << 16
+
+
+def items_per_row(kind: str, S: int) -> int:
+    """Update items per row of one colour: words (multi-spin) or quads of sites (int8)."""
+    return S if kind == "multispin" else (S + 3) // 4
+
+
+def words_of(lattice, kind: str, S: int, empty):
+    """The uint32 words the update reads: the lattice itself (multi-spin), its uint32 view
+    (int8 with ``S % 4 == 0``: a quad is one aligned word), else ``empty`` (unused)."""
+    if kind == "multispin":
+        return lattice
+    return lattice.view(np.uint32) if S % 4 == 0 else empty
+
+
+# The updates, with one signature: ``(lattice, words, base, tbase, c, y, item, L, S, strips, thr,
+# seed, key, half-sweep, group)``, ``words`` as :func:`words_of` gives them.
+
+
+@metropolis.jit
+def _update_word(lattice, words, base, tbase, c, y, j, L, S, strips, thr, seed, key, hs, group):
+    return metropolis.update_word(lattice, base, tbase, c, y, j, L, S, strips, thr, seed, key, hs, group)
+
+
+@metropolis.jit
+def _update_quad_words(lattice, words, base, tbase, c, y, q, L, S, strips, thr, seed, key, hs, group):
+    # S % 4 == 0: the quad is one aligned uint32 of ``words``
+    return metropolis.update_quad_words(words, base >> 2, tbase, c, y, q, L, S >> 2, thr, seed, key, hs, group)
+
+
+@metropolis.jit
+def _update_quad_sites(lattice, words, base, tbase, c, y, q, L, S, strips, thr, seed, key, hs, group):
+    return metropolis.update_quad(lattice, base, tbase, c, y, q, L, S, strips, thr, seed, key, hs, group)
+
+
+@metropolis.jit
+def _update_quad(lattice, words, base, tbase, c, y, q, L, S, strips, thr, seed, key, hs, group):
+    if S & 3 == 0:
+        return _update_quad_words(lattice, words, base, tbase, c, y, q, L, S, strips, thr, seed, key, hs, group)
+    return _update_quad_sites(lattice, words, base, tbase, c, y, q, L, S, strips, thr, seed, key, hs, group)
+
+
+@metropolis.jit
+def _system_counts(counts, s, spg, span):
+    g = s // spg
+    lane0 = (s - g * spg) * span
+    down = 0
+    anti = 0
+    flips = 0
+    for lane in range(lane0, lane0 + span):
+        down += counts[g, lane, 0]
+        anti += counts[g, lane, 1]
+        flips += counts[g, lane, 2]
+        counts[g, lane, 0] = 0
+        counts[g, lane, 1] = 0
+        counts[g, lane, 2] = 0
+    return down, anti, flips
+
+
+@numba.njit(parallel=True)
+def initial_lattice(lattice, multispin, hot, L, S, group0, seed, key):
+    """Fill ``lattice`` with all spins up (cold) or independent random spins (hot)."""
+    n_items = lattice.size
+    per_group = 2 * L * S
+    for i in numba.prange(n_items):
+        g = i // per_group
+        r = metropolis.philox4x32(metropolis.START_COUNTER, 0, i - g * per_group, group0 + g, seed, key)[0]
+        if multispin:
+            lattice[i] = r if hot else 0
+        else:
+            lattice[i] = 1 - 2 * (r & 1) if hot else 1
+
+
+# --------------------------------------------------------------------------- CPU
+
+
+@numba.njit
+def _add_lanes(counts, g, q, w, weight):
+    for lane in range(32):
+        counts[g, lane, q] += weight * ((w >> lane) & 1)
+
+
+@numba.njit
+def _measure_words(lattice, g, L, S, strips, counts):
+    base = g * 2 * L * S
+    for y in range(L):
+        for j in range(S):
+            ones, twos, fours = metropolis.anti_aligned(lattice, base, y, j, L, S, strips)
+            _add_lanes(counts, g, 1, ones, 1)
+            _add_lanes(counts, g, 1, twos, 2)
+            _add_lanes(counts, g, 1, fours, 4)
+            _add_lanes(counts, g, 0, lattice[base + y * S + j], 1)
+            _add_lanes(counts, g, 0, lattice[base + (L + y) * S + j], 1)
+
+
+@numba.njit
+def _measure_sites(lattice, g, L, S, strips, counts):
+    base = g * 2 * L * S
+    for k in range(L):
+        down, anti = metropolis.site_counts(lattice, base, k, L, S)
+        counts[g, 0, 0] += down
+        counts[g, 0, 1] += anti
+
+
+@numba.njit
+def _add_flips_words(counts, g, w):
+    _add_lanes(counts, g, 2, w, 1)
+
+
+@numba.njit
+def _add_flips_sites(counts, g, n):
+    counts[g, 0, 2] += n
+
+
+@functools.cache
+def cpu_runner(kind: str):
+    """``run(...)`` (see the module docstring) for the CPU, parallel over the items of a half-sweep."""
+    multispin = kind == "multispin"
+    update = _update_word if multispin else _update_quad
+    add_flips = _add_flips_words if multispin else _add_flips_sites
+    measure = _measure_words if multispin else _measure_sites
+    stride = metropolis.THRESHOLD_STRIDE[kind]
+
+    @numba.njit
+    def measure_and_record(lattice, g0, g1, L, S, strips, spg, span, n_systems, counts, i, n_measurements, bins,
+                           series):
+        for g in range(g0, g1):
+            measure(lattice, g, L, S, strips, counts)
+        for s in range(g0 * spg, min(g1 * spg, n_systems)):
+            down, anti, n_flips = _system_counts(counts, s, spg, span)
+            metropolis.record(bins, series, s, i, n_measurements, L * L, down, anti, n_flips)
+
+    @numba.njit(parallel=True)
+    def run_groups(lattice, words, thr, group0, seed, key, L, S, strips, spg, span, n_systems, therm, sweeps, every,
+                   row, bins, series):
+        # Many groups: each thread runs whole groups through the whole schedule.
+        per_group = 2 * L * S
+        n_groups = lattice.size // per_group
+        counts = np.zeros((n_groups, 32, _COUNTS), dtype=np.int64)
+        for g in numba.prange(n_groups):
+            i = 0
+            for t in range(therm + sweeps):
+                measured = t >= therm and (t - therm + 1) % every == 0
+                for c in range(2):
+                    for y in range(L):
+                        for q in range(row):
+                            f = update(lattice, words, g * per_group, g * stride, c, y, q, L, S, strips, thr, seed,
+                                       key, np.uint32(2 * t + c), group0 + g)
+                            if measured:
+                                add_flips(counts, g, f)
+                if measured:
+                    measure_and_record(lattice, g, g + 1, L, S, strips, spg, span, n_systems, counts, i,
+                                       sweeps // every, bins, series)
+                    i += 1
+
+    @numba.njit(parallel=True)
+    def run_items(lattice, words, thr, group0, seed, key, L, S, strips, spg, span, n_systems, therm, sweeps, every, row,
+                  bins, series):
+        # Few large lattices: the items of each half-sweep are spread over the threads.
+        per_group = 2 * L * S
+        n_groups = lattice.size // per_group
+        items = L * row
+        flips = np.zeros(n_groups * items, dtype=np.uint32)
+        counts = np.zeros((n_groups, 32, _COUNTS), dtype=np.int64)
+        i = 0
+        for t in range(therm + sweeps):
+            measured = t >= therm and (t - therm + 1) % every == 0
+            for c in range(2):
+                for item in numba.prange(n_groups * items):
+                    g = item // items
+                    y = (item - g * items) // row
+                    flips[item] = update(lattice, words, g * per_group, g * stride, c, y, item - g * items - y * row,
+                                         L, S, strips, thr, seed, key, np.uint32(2 * t + c), group0 + g)
+                if measured:
+                    for g in numba.prange(n_groups):
+                        for k in range(items):
+                            add_flips(counts, g, flips[g * items + k])
+            if measured:
+                measure_and_record(lattice, 0, n_groups, L, S, strips, spg, span, n_systems, counts, i,
+                                   sweeps // every, bins, series)
+                i += 1
+
+    def run(lattice, thr, group0, seed, key, geometry, schedule, bins, series):
+        L, S, strips, spg, span, n_systems = geometry
+        therm, sweeps, every = schedule
+        n_groups = lattice.size // (2 * L * S)
+        many = n_groups >= numba.config.NUMBA_NUM_THREADS or n_groups * L * S < _MIN_ITEMS_PER_HALF_SWEEP
+        words = words_of(lattice, kind, S, np.empty(0, np.uint32))
+        (run_groups if many else run_items)(
+            lattice, words, thr, np.uint32(group0), np.uint32(seed), np.uint32(key), L, S, strips, spg, span, n_systems,
+            therm, sweeps, every, items_per_row(kind, S), bins, series)
+
+    return run
+
+
+# --------------------------------------------------------------------------- CUDA
+
+_MAX_GRID_Z = 65535
+#: Threads per resident block (more would exceed the registers a block may use).
+_RESIDENT_THREADS = 256
+_ALL_LANES = 0xFFFFFFFF
+_TRANSPOSE = ((16, 0x0000FFFF), (8, 0x00FF00FF), (4, 0x0F0F0F0F), (2, 0x33333333), (1, 0x55555555))
+
+#: Update items per thread of the launched half-sweep kernel: one-off work (thresholds, key
+#: schedule, row indices) is shared by that many items. On an H200 (16384^2), 4 items beat 1
+#: by 15% (multi-spin) and 30% (int8); 8 gained nothing more.
+_ITEMS_PER_THREAD = {"multispin": 4, "int8": 4}
+#: Rows per block of the launched kernels (blocks of 32 x _BLOCK_ROWS threads): 4 was a
+#: little faster than 8 on an H200, for both kernels.
+_BLOCK_ROWS = 4
+
+#: Largest lattice the resident multi-spin kernel keeps in shared memory (``4 L^2`` bytes
+#: per group of 32 lattices, within the 48 KiB every GPU grants without opting in).
+RESIDENT_MAX_L = 110
+
+
+def _lane_count_device():
+    """``lane_count(w, buf)``: thread ``l`` of a full warp gets how many of the warp's 32
+    words have bit ``l`` set (a 32 x 32 bit transpose, then ``popc``).
+
+    On a GPU the transpose swaps blocks between lanes with ``shfl_xor_sync``; the CUDA
+    simulator has no warp shuffles, so there it goes through shared memory ``buf`` (every
+    thread of the block must then take part).
+    """
+    if simulating_cuda():
+        @cuda.jit(device=True)
+        def exchange(w, j, buf):
+            t = cuda.threadIdx.y * cuda.blockDim.x + cuda.threadIdx.x
+            buf[t] = w
+            cuda.syncthreads()
+            other = buf[t ^ j]
+            cuda.syncthreads()
+            return other
+    else:
+        @cuda.jit(device=True)
+        def exchange(w, j, buf):
+            # shfl_xor_sync takes signed or 64-bit words: move the bits as int32
+            return np.uint32(cuda.shfl_xor_sync(_ALL_LANES, np.int32(w), j))
+
+    @cuda.jit(device=True)
+    def swap(w, lane, j, mask, buf):
+        other = np.uint32(exchange(w, j, buf))
+        if lane & j:
+            return np.uint32((w & ~np.uint32(mask)) | ((other >> np.uint32(j)) & np.uint32(mask)))
+        return np.uint32((w & np.uint32(mask)) | ((other & np.uint32(mask)) << np.uint32(j)))
+
+    @cuda.jit(device=True)
+    def lane_count(w, buf):
+        lane = cuda.threadIdx.x & 31
+        w = np.uint32(w)
+        for j, mask in _TRANSPOSE:
+            w = swap(w, lane, j, mask, buf)
+        return cuda.popc(w)
+
+    return lane_count
+
+
+@functools.cache
+def cuda_runner(kind: str):
+    """``run(...)`` (see the module docstring) for CUDA: resident or launched per half-sweep."""
+    bind_cuda(globals())
+    multispin = kind == "multispin"
+    # The simulator runs the shared jit functions on the CPU, on numpy views of its arrays.
+    sim = simulating_cuda()
+    view = simulator_view if sim else identity
+
+    def device(update):
+        # A device function from the Python source (wrapping the CPU dispatcher itself can
+        # bind a CUDA call to a CPU overload of the same signature).
+        return update if sim else cuda.jit(device=True)(update.py_func)
+
+    stride = metropolis.THRESHOLD_STRIDE[kind]
+    per_thread = _ITEMS_PER_THREAD[kind]
+    lane_count = _lane_count_device()
+    buf_size = 1024 if simulating_cuda() else 1
+
+    @cuda.jit(device=True)
+    def load_thresholds(planes, thr, g, n_groups):
+        # The block's group's thresholds, read once into shared memory (a while loop in
+        # 32 bits: a range with a run-time step would cost every thread a division).
+        if g < n_groups:
+            t = np.uint32(cuda.threadIdx.y * cuda.blockDim.x + cuda.threadIdx.x)
+            while t < stride:
+                planes[t] = thr[g * stride + t]
+                t = np.uint32(t + np.uint32(cuda.blockDim.x * cuda.blockDim.y))
+        cuda.syncthreads()
+
+    def half_sweep_kernel(update):
+        # int8 has two: four sites per uint32 (S % 4 == 0) and site by site. The first alone
+        # needs 32 registers (both in one kernel 48): 2048 threads fit on a multiprocessor, not 1280.
+        @cuda.jit
+        def half_sweep(lattice, words, thr, c, row, g0, n_groups, L, S, strips, seed, key, hs, group0, count, counts):
+            # Grid (items of a row / (32 K), L / R, groups), blocks (32, R) (R = _BLOCK_ROWS): a
+            # warp takes K = per_thread stretches of 32 items of a row.
+            buf = cuda.shared.array(buf_size, dtype=numba.uint32)
+            lattice, words, thr = view(lattice), view(words), view(thr)
+            y = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
+            g = g0 + cuda.blockIdx.z
+            if multispin:  # 64 bit planes, read bit-serially: shared memory
+                table = cuda.shared.array(64, dtype=numba.uint32)
+                load_thresholds(table, thr, g, n_groups)
+                tbase = 0
+            else:  # two thresholds: straight from global memory, no barrier
+                table = thr
+                tbase = g * stride
+            active = g < n_groups and y < L
+            base = g * 2 * L * S
+            q = np.uint32(cuda.blockIdx.x * (32 * per_thread) + cuda.threadIdx.x)
+            n = 0
+            for _ in range(per_thread):
+                f = np.uint32(0)
+                if active and q < np.uint32(row):
+                    f = np.uint32(update(lattice, words, base, tbase, c, y, q, L, S, strips, table, seed, key, hs,
+                                         group0 + g))
+                if count:
+                    n += lane_count(f, buf) if multispin else f
+                q = np.uint32(q + np.uint32(32))
+            if count and g < n_groups and n > 0:
+                cuda.atomic.add(counts, (g, cuda.threadIdx.x & 31 if multispin else 0, 2), np.int64(n))
+
+        return half_sweep
+
+    update = device(_update_word)
+    half_sweep = half_sweep_kernel(update if multispin else device(_update_quad_words))
+    half_sweep_sites = None if multispin else half_sweep_kernel(device(_update_quad_sites))
+
+    @cuda.jit
+    def measure(lattice, row, g0, n_groups, L, S, strips, counts):
+        # The grid of half_sweep (with one item per thread); int8 takes whole rows (``row = 1``).
+        buf = cuda.shared.array(buf_size, dtype=numba.uint32)
+        lattice = view(lattice)
+        j, y = cuda.grid(2)
+        g = g0 + cuda.blockIdx.z
+        base = g * 2 * L * S
+        if multispin:
+            ones = twos = fours = black = white = np.uint32(0)
+            if g < n_groups and j < S and y < L:
+                ones, twos, fours = metropolis.anti_aligned(lattice, base, y, j, L, S, strips)
+                black = lattice[base + y * S + j]
+                white = lattice[base + (L + y) * S + j]
+            anti = lane_count(ones, buf) + 2 * lane_count(twos, buf) + 4 * lane_count(fours, buf)
+            down = lane_count(black ^ white, buf) + 2 * lane_count(black & white, buf)
+            if g < n_groups:
+                lane = cuda.threadIdx.x & 31
+                cuda.atomic.add(counts, (g, lane, 0), np.int64(down))
+                cuda.atomic.add(counts, (g, lane, 1), np.int64(anti))
+        elif g < n_groups and j == 0 and y < L:
+            down, anti = metropolis.site_counts(lattice, base, y, L, S)
+            cuda.atomic.add(counts, (g, 0, 0), np.int64(down))
+            cuda.atomic.add(counts, (g, 0, 1), np.int64(anti))
+
+    @cuda.jit
+    def record(counts, i, n_measurements, N, spg, span, n_systems, bins, series):
+        s = cuda.grid(1)
+        counts, bins, series = view(counts), view(bins), view(series)
+        if s < n_systems:
+            down, anti, flips = _system_counts(counts, s, spg, span)
+            metropolis.record(bins, series, s, i, n_measurements, N, down, anti, flips)
+
+    @cuda.jit
+    def resident(lattice, thr, group0, seed, key, L, S, therm, sweeps, every, n_systems, bins, series):
+        # One block per group of 32 lattices, kept in shared memory for the whole run.
+        sh = cuda.shared.array(0, dtype=numba.uint32)
+        tally = cuda.shared.array((_COUNTS, 32), dtype=numba.int32)
+        buf = cuda.shared.array(buf_size, dtype=numba.uint32)
+        planes = cuda.shared.array(64, dtype=numba.uint32)
+        thr, bins, series = view(thr), view(bins), view(series)
+        g = cuda.blockIdx.x
+        tid = cuda.threadIdx.x
+        nt = cuda.blockDim.x
+        words = L * S
+        load_thresholds(planes, thr, g, g + 1)
+        for i in range(tid, 2 * words, nt):
+            sh[i] = lattice[g * 2 * words + i]
+        if tid < 32:
+            for q in range(_COUNTS):
+                tally[q, tid] = 0
+        cuda.syncthreads()
+        rounds = (words + nt - 1) // nt
+        n_measurements = sweeps // every
+        i_meas = 0
+        for t in range(therm + sweeps):
+            measured = t >= therm and (t - therm + 1) % every == 0
+            flips = 0
+            for c in range(2):
+                for r in range(rounds):
+                    k = np.uint32(r * nt + tid)
+                    f = np.uint32(0)
+                    if k < words:
+                        y = k // np.uint32(S)  # 32-bit division: far cheaper than 64-bit on a GPU
+                        f = np.uint32(update(sh, sh, 0, 0, c, y, k - y * np.uint32(S), L, S, False, planes, seed, key,
+                                             np.uint32(2 * t + c), group0 + g))
+                    if measured:
+                        flips += lane_count(f, buf)
+                cuda.syncthreads()
+            if measured:
+                down = 0
+                anti = 0
+                for r in range(rounds):
+                    k = np.uint32(r * nt + tid)
+                    ones = twos = fours = black = white = np.uint32(0)
+                    if k < words:
+                        y = k // np.uint32(S)
+                        ones, twos, fours = metropolis.anti_aligned(sh, 0, y, k - y * np.uint32(S), L, S, False)
+                        black = sh[k]
+                        white = sh[words + k]
+                    anti += lane_count(ones, buf) + 2 * lane_count(twos, buf) + 4 * lane_count(fours, buf)
+                    down += lane_count(black ^ white, buf) + 2 * lane_count(black & white, buf)
+                lane = tid & 31
+                cuda.atomic.add(tally, (0, lane), np.int32(down))
+                cuda.atomic.add(tally, (1, lane), np.int32(anti))
+                cuda.atomic.add(tally, (2, lane), np.int32(flips))
+                cuda.syncthreads()
+                s = g * 32 + tid
+                if tid < 32 and s < n_systems:
+                    metropolis.record(bins, series, s, i_meas, n_measurements, L * L, tally[0, tid], tally[1, tid],
+                                      tally[2, tid])
+                cuda.syncthreads()
+                if tid < 32:
+                    for q in range(_COUNTS):
+                        tally[q, tid] = 0
+                cuda.syncthreads()
+                i_meas += 1
+        for i in range(tid, 2 * words, nt):
+            lattice[g * 2 * words + i] = sh[i]
+
+    def run(lattice, thr, group0, seed, key, geometry, schedule, bins, series):
+        L, S, strips, spg, span, n_systems = geometry
+        therm, sweeps, every = schedule
+        n_groups = int(lattice.size // (2 * L * S))
+        seed, key, group0 = np.uint32(seed), np.uint32(key), np.uint32(group0)
+        with out_of_memory_as_memory_error(f"{n_groups} groups of {L} x {L} lattices"):
+            d_lattice, d_thr, d_bins, d_series = (cuda.to_device(a) for a in (lattice, thr, bins, series))
+            d_counts = cuda.to_device(np.zeros((n_groups, 32, _COUNTS), dtype=np.int64))
+        stream = cuda.stream()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", numba.core.errors.NumbaPerformanceWarning)
+            if multispin and not strips and L <= RESIDENT_MAX_L:
+                threads = min(_RESIDENT_THREADS, -(-(L * S) // 32) * 32)
+                resident[n_groups, threads, stream, 8 * L * S](d_lattice, d_thr, group0, seed, key, L, S, therm,
+                                                               sweeps, every, n_systems, d_bins, d_series)
+            else:
+                d_words = words_of(d_lattice, kind, S, cuda.device_array(0, np.uint32))
+                sweep = functools.partial(launch, stream, d_lattice, d_words, d_thr, d_counts, n_groups, L, S, strips,
+                                          seed, key, group0)
+                i = 0
+                for t in range(therm + sweeps):
+                    measured = t >= therm and (t - therm + 1) % every == 0
+                    sweep(t, measured)
+                    if measured:
+                        record[-(-int(n_systems) // 128), 128, stream](d_counts, i, sweeps // every, L * L, spg, span,
+                                                                  n_systems, d_bins, d_series)
+                        i += 1
+        for host, device in ((lattice, d_lattice), (bins, d_bins), (series, d_series)):
+            if host.size:
+                device.copy_to_host(host, stream=stream)
+        stream.synchronize()
+
+    def launch(stream, d_lattice, d_words, d_thr, d_counts, n_groups, L, S, strips, seed, key, group0, t, measured):
+        """Sweep ``t`` (two half-sweep launches), then the measurement counts if ``measured``."""
+        block = (32, 2) if simulating_cuda() else (32, _BLOCK_ROWS)
+        for g0 in range(0, n_groups, _MAX_GRID_Z):
+            z = min(_MAX_GRID_Z, n_groups - g0)
+            row = items_per_row(kind, S)
+            grid = (-(-row // (32 * per_thread)), -(-L // block[1]), z)
+            kernel = half_sweep if multispin or S % 4 == 0 else half_sweep_sites
+            for c in range(2):
+                kernel[grid, block, stream](d_lattice, d_words, d_thr, c, row, g0, n_groups, L, S, strips, seed, key,
+                                            np.uint32(2 * t + c), group0, measured, d_counts)
+            if measured:
+                row = S if multispin else 1
+                grid = (-(-row // 32), -(-L // block[1]), z)
+                measure[grid, block, stream](d_lattice, row, g0, n_groups, L, S, strips, d_counts)
+
+    run.kernels = tuple(k for k in (half_sweep, half_sweep_sites, measure, record, resident) if k is not None)
+    return run

@@ -1,0 +1,348 @@
+"""Checkerboard Metropolis for the 2D Ising model: the pieces every kernel and target shares.
+
+Model: periodic ``L x L`` lattice, ``E = -J sum_<ij> s_i s_j`` with ``J = 1``, no field. A
+sweep updates the black sites (``x + y`` even), then the white ones; a site's four
+neighbours all have the other colour, so each half-sweep is a set of independent
+Metropolis updates (updating all sites at once would not be).
+
+Storage (both kernels). Each colour is kept apart as ``L`` rows of ``L/2`` sites; site
+``h`` of row ``y`` of colour ``c`` is the lattice site ``x = 2h + (y + c) % 2``. Its
+neighbours are sites ``h`` of rows ``y +- 1`` and sites ``h`` and ``h + 1`` (when
+``y + c`` is odd) or ``h - 1`` (even) of row ``y``, all in the other colour. Colour
+``c``, row ``y``, column ``j`` of a group is element ``(c L + y) S + j`` of its block of
+``2 L S`` items.
+
+* **int8 kernel** (the reference): one byte per spin (+1 / -1), ``S = L/2``, a group is
+  one lattice. One Philox block gives the four 32-bit uniforms of four sites (a *quad*).
+  When ``S % 4 == 0`` a quad is one aligned uint32 and its four sites are updated together
+  with byte-wise bit operations (:func:`update_quad_words`), with the same result.
+* **multi-spin kernel**: one bit per spin (1 = spin down), 32 spins per uint32 word.
+  The 32 *lanes* of a word are either 32 independent lattices (``replicas`` layout,
+  ``S = L/2``: a group is 32 systems) or 32 strips of one lattice (``strips`` layout,
+  ``S = L/64``: lane ``k`` holds columns ``h = k S + j``; a neighbour across a strip
+  edge is the next lane, one bit rotation away). Neighbour counts are bit-sliced: a few
+  bitwise operations classify all 32 spins at once.
+
+Acceptance is exact Metropolis to 2^-32: a move that raises the energy by ``dE`` (4 or 8)
+is accepted when a fresh uniform 32-bit integer ``U < P = floor(2^32 exp(-beta dE))``.
+The multi-spin kernel makes that comparison for its 32 lanes at once, bit-serially from
+the most significant bit: word ``k`` of the random stream supplies bit ``k`` of every
+lane's own ``U``, a lane is decided at the first bit where ``U`` and ``P`` differ, and
+the loop stops once every lane is decided (on average after two bits per lane; at most
+32). Every lane thus compares its own independent 32-bit uniform with ``P``, exactly as
+the int8 kernel does: no random bit ever feeds two decisions.
+
+Randomness: Philox4x32-10 with key ``(seed, L | tag << 28)`` and counter ``(half-sweep,
+block, site, group)``; a lattice's numbers depend only on the seed, ``L``, its group and
+its lane, never on chunking, launch geometry or backend (all arithmetic is integer, so
+the CPU and any GPU give identical configurations).
+"""
+
+import numpy as np
+
+from ...core.rng import jit, philox4x32
+
+ALL_ONES = np.uint32(0xFFFFFFFF)
+# Array indices are cast to uint64: numba then skips its negative-index wraparound code,
+# which was a third of the instructions of the CUDA update loop. Offsets within a group
+# (``< 2 L S <= 2^32``) are computed in 32 bits (``_at``, ``_row``, ``_rows_around``): numba
+# computes integers in 64 bits, which a GPU emulates with two or three instructions each.
+_U = np.uint64
+_I = np.uint32
+_ONE = np.uint32(1)
+_LAST = np.uint32(31)
+
+#: Tags in the high bits of the second Philox key word (the low bits hold ``L``).
+TAG_MULTISPIN, TAG_MULTISPIN_START, TAG_INT8, TAG_INT8_START = 0, 1, 2, 3
+#: Half-sweep counter value reserved for the random initial configuration.
+START_COUNTER = 0xFFFFFFFF
+#: Values per group of the threshold table: 32 bit planes for dE = 4 and 32 for dE = 8
+#: (multi-spin), or the two thresholds themselves (int8).
+THRESHOLD_STRIDE = {"multispin": 64, "int8": 2}
+
+
+def philox_key(L: int, tag: int) -> np.uint32:
+    """Second Philox key word for lattices of size ``L`` (``L < 2**28``)."""
+    return np.uint32(L | (tag << 28))
+
+
+def thresholds(beta) -> tuple:
+    """``(P4, P8)``: uint32 ``floor(2^32 exp(-beta dE))`` for dE = 4, 8, capped at ``2^32 - 1``.
+
+    The acceptance probability ``P / 2^32`` is within ``2^-32`` of ``exp(-beta dE)``.
+    """
+    beta = np.asarray(beta, dtype=np.float64)
+    out = []
+    for dE in (4.0, 8.0):
+        p = np.floor(np.exp(-beta * dE) * 2.0**32)
+        out.append(np.minimum(p, 2.0**32 - 1).astype(np.uint32))
+    return tuple(out)
+
+
+def bit_planes(p: np.ndarray) -> np.ndarray:
+    """uint32 words ``(32,)``: word ``k`` has bit ``l`` set when bit ``31 - k`` of ``p[l]`` is set.
+
+    ``p`` holds the thresholds of up to 32 lanes (missing lanes count as 0).
+    """
+    planes = np.zeros(32, dtype=np.uint32)
+    for lane, value in enumerate(np.asarray(p, dtype=np.uint64)):
+        for k in range(32):
+            if (int(value) >> (31 - k)) & 1:
+                planes[k] |= np.uint32(1 << lane)
+    return planes
+
+
+@jit
+def _at(base, k):
+    """Array index of item ``k`` (a 32-bit offset) of the group stored from ``lat[base]``."""
+    return _U(base) + _U(_I(k))
+
+
+@jit
+def _row(c, y, L, S):
+    return _I((_I(c) * _I(L) + _I(y)) * _I(S))
+
+
+@jit
+def _rows_around(y, L):
+    """Rows ``y - 1`` and ``y + 1`` of a torus of ``L`` rows (32-bit)."""
+    y = _I(y)
+    up = _I(y - _ONE) if y != 0 else _I(_I(L) - _ONE)
+    down = _I(y + _ONE)
+    return up, down if down != _I(L) else _I(0)
+
+
+@jit
+def _odd(y, c):
+    """Whether row ``y`` of colour ``c`` holds the odd columns (its side neighbour is item ``j + 1``)."""
+    return (_I(y) ^ _I(c)) & _ONE
+
+
+@jit
+def neighbours(lat, base, c, y, j, L, S):
+    """The four neighbours of item ``(c, y, j)``, and ``+1`` / ``-1`` if the side one wrapped
+    past the end / start of its row (0 otherwise)."""
+    o = 1 - c
+    j = _I(j)
+    y_up, y_down = _rows_around(y, L)
+    up = lat[_at(base, _row(o, y_up, L, S) + j)]
+    down = lat[_at(base, _row(o, y_down, L, S) + j)]
+    row = _row(o, y, L, S)
+    same = lat[_at(base, row + j)]
+    wrapped = 0
+    if _odd(y, c):
+        if _I(j + _ONE) != _I(S):
+            side = lat[_at(base, row + j + _ONE)]
+        else:
+            side = lat[_at(base, row)]
+            wrapped = 1
+    else:
+        if j != 0:
+            side = lat[_at(base, row + j - _ONE)]
+        else:
+            side = lat[_at(base, row + _I(S) - _ONE)]
+            wrapped = -1
+    return up, down, same, side, wrapped
+
+
+@jit
+def _across_strips(w, wrapped):
+    """Neighbour word across a strip edge: lane ``k + 1`` (``wrapped = 1``) or ``k - 1`` moved to lane ``k``."""
+    if wrapped > 0:
+        return np.uint32((w >> _ONE) | (w << _LAST))
+    return np.uint32((w << _ONE) | (w >> _LAST))
+
+
+@jit
+def _word_and_neighbours(lat, base, c, y, j, L, S, strips):
+    """Index, word and the four neighbour words of word ``(y, j)`` of colour ``c``, each
+    neighbour XORed with the word (bit set = anti-aligned pair)."""
+    up, down, same, side, wrapped = neighbours(lat, base, c, y, j, L, S)
+    if strips and wrapped != 0:
+        side = _across_strips(side, wrapped)
+    w = _at(base, _row(c, y, L, S) + _I(j))
+    s = lat[w]
+    return w, s, np.uint32(s ^ up), np.uint32(s ^ down), np.uint32(s ^ same), np.uint32(s ^ side)
+
+
+@jit
+def classify(x0, x1, x2, x3):
+    """Bit-sliced count of anti-aligned neighbours (``x_i`` = word XOR neighbour ``i``): lanes
+    with >= 2 (``dE <= 0``), exactly 1 (``dE = 4``) and none (``dE = 8``)."""
+    a = np.uint32(x0 ^ x1)
+    b = np.uint32(x0 & x1)
+    c = np.uint32(x2 ^ x3)
+    d = np.uint32(x2 & x3)
+    two_or_more = np.uint32(b | d | (a & c))
+    exactly_one = np.uint32((a ^ c) & (two_or_more ^ ALL_ONES))
+    none = np.uint32((x0 | x1 | x2 | x3) ^ ALL_ONES)
+    return two_or_more, exactly_one, none
+
+
+@jit
+def _compare_bit(undecided, accepted, r, t):
+    # Lanes still undecided whose U bit is 0 where P's is 1 have U < P: accept.
+    accepted = np.uint32(accepted | (undecided & t & (r ^ ALL_ONES)))
+    undecided = np.uint32(undecided & ((t ^ r) ^ ALL_ONES))
+    return undecided, accepted
+
+
+@jit
+def accept_lanes(dE4, dE8, thr, tbase, seed, key, half_sweep, site, group):
+    """Lanes of ``dE4 | dE8`` whose own 32-bit uniform falls below their threshold.
+
+    ``thr[tbase + k]`` / ``thr[tbase + 32 + k]`` are bit plane ``k`` (from the most
+    significant bit) of the lanes' thresholds for dE = 4 / 8.
+    """
+    undecided = np.uint32(dE4 | dE8)
+    accepted = np.uint32(0)
+    block = 0
+    while undecided != 0 and block < 8:
+        r0, r1, r2, r3 = philox4x32(half_sweep, block, site, group, seed, key)
+        k = _U(tbase + 4 * block)
+        undecided, accepted = _compare_bit(undecided, accepted, r0, (thr[k] & dE4) | (thr[k + _U(32)] & dE8))
+        undecided, accepted = _compare_bit(undecided, accepted, r1, (thr[k + _U(1)] & dE4) | (thr[k + _U(33)] & dE8))
+        undecided, accepted = _compare_bit(undecided, accepted, r2, (thr[k + _U(2)] & dE4) | (thr[k + _U(34)] & dE8))
+        undecided, accepted = _compare_bit(undecided, accepted, r3, (thr[k + _U(3)] & dE4) | (thr[k + _U(35)] & dE8))
+        block += 1
+    return accepted
+
+
+@jit
+def update_word(lat, base, tbase, c, y, j, L, S, strips, thr, seed, key, half_sweep, group):
+    """Metropolis update of word ``(y, j)`` of colour ``c`` of the group stored from ``lat[base]``
+    (thresholds from ``thr[tbase]``); returns the flipped lanes."""
+    w, s, x0, x1, x2, x3 = _word_and_neighbours(lat, base, c, y, j, L, S, strips)
+    two_or_more, dE4, dE8 = classify(x0, x1, x2, x3)
+    flip = np.uint32(two_or_more | accept_lanes(dE4, dE8, thr, tbase, seed, key, half_sweep, y * S + j, group))
+    lat[w] = np.uint32(s ^ flip)
+    return flip
+
+
+@jit
+def _update_site(lat, base, c, y, h, L, S, p4, p8, u):
+    up, down, same, side, _ = neighbours(lat, base, c, y, h, L, S)
+    w = _at(base, _row(c, y, L, S) + _I(h))
+    s = np.int32(lat[w])
+    dE = 2 * s * (np.int32(up) + np.int32(down) + np.int32(same) + np.int32(side))
+    if dE <= 0 or u < (p4 if dE == 4 else p8):
+        lat[w] = -s
+        return 1
+    return 0
+
+
+@jit
+def update_quad(lat, base, tbase, c, y, q, L, S, strips, thr, seed, key, half_sweep, group):
+    """int8 update of sites ``4q .. 4q + 3`` of row ``y`` of colour ``c``; returns the number
+    of flips. ``strips`` is unused."""
+    h = 4 * q
+    p4 = thr[_U(tbase)]
+    p8 = thr[_U(tbase + 1)]
+    r0, r1, r2, r3 = philox4x32(half_sweep, 0, y * ((S + 3) // 4) + q, group, seed, key)
+    flips = _update_site(lat, base, c, y, h, L, S, p4, p8, r0)
+    if h + 1 < S:
+        flips += _update_site(lat, base, c, y, h + 1, L, S, p4, p8, r1)
+    if h + 2 < S:
+        flips += _update_site(lat, base, c, y, h + 2, L, S, p4, p8, r2)
+    if h + 3 < S:
+        flips += _update_site(lat, base, c, y, h + 3, L, S, p4, p8, r3)
+    return flips
+
+
+#: Bit 7 of every byte of a word: the sign bit of four int8 spins (set = spin down).
+_SIGNS = np.uint32(0x80808080)
+_BYTE = np.uint32(8)
+_BYTES3 = np.uint32(24)
+_SITES = np.uint32(0x01010101)
+_FLIP_BYTE = np.uint32(0xFE)  # +1 (0x01) XOR 0xFE = -1 (0xFF) and back
+_BIT7, _BIT15, _BIT23, _BIT31 = np.uint32(7), np.uint32(15), np.uint32(23), np.uint32(31)
+
+
+@jit
+def _accepts(one, bit, u, p4, p8):
+    """Bit ``bit`` (bit 7 of a site's byte) if the site's uniform ``u`` is below its threshold
+    (``p4`` where ``one`` has that bit set, i.e. ``dE = 4``, else ``p8``)."""
+    t = p4 if (one >> bit) & _ONE else p8
+    return np.uint32(_ONE << bit) if u < t else np.uint32(0)
+
+
+@jit
+def update_quad_words(words, base, tbase, c, y, q, L, Q, thr, seed, key, half_sweep, group):
+    """:func:`update_quad` for ``S = 4 Q``, four sites at once (SWAR): the quad is word
+    ``base + (c L + y) Q + q`` of ``words``, a uint32 view of the int8 lattice (site ``4q + k``
+    is byte ``k``; +1 = 0x01, -1 = 0xFF, so bit 7 of a byte is the spin). Same random
+    numbers, same decisions, same result as :func:`update_quad`; returns the number of flips.
+    """
+    q = _I(q)
+    o = 1 - c
+    y_up, y_down = _rows_around(y, L)
+    row = _row(o, y, L, Q)  # the other colour's row y
+    at = _at(base, _row(c, y, L, Q) + q)
+    s = words[at]
+    up = words[_at(base, _row(o, y_up, L, Q) + q)]
+    down = words[_at(base, _row(o, y_down, L, Q) + q)]
+    same = words[_at(base, row + q)]
+    if _odd(y, c):  # sites 4q + k + 1: bytes 1..3 of `same`, byte 0 of the next word
+        nxt = _I(q + _ONE)
+        side = np.uint32((same >> _BYTE) | (words[_at(base, row + (nxt if nxt != _I(Q) else _I(0)))] << _BYTES3))
+    else:  # sites 4q + k - 1: byte 3 of the previous word, bytes 0..2 of `same`
+        side = np.uint32((same << _BYTE) | (words[_at(base, row + (q - _ONE if q != 0 else _I(Q) - _ONE))] >> _BYTES3))
+    two_or_more, one, _ = classify(np.uint32(s ^ up), np.uint32(s ^ down), np.uint32(s ^ same), np.uint32(s ^ side))
+    p4 = thr[_U(tbase)]
+    p8 = thr[_U(tbase + 1)]
+    r0, r1, r2, r3 = philox4x32(half_sweep, 0, y * Q + q, group, seed, key)
+    flip = np.uint32((two_or_more & _SIGNS) | _accepts(one, _BIT7, r0, p4, p8) | _accepts(one, _BIT15, r1, p4, p8)
+                     | _accepts(one, _BIT23, r2, p4, p8) | _accepts(one, _BIT31, r3, p4, p8))
+    flip = np.uint32(flip >> _BIT7)  # bit 0 of each flipped site's byte
+    words[at] = np.uint32(s ^ np.uint32(flip * _FLIP_BYTE))
+    return np.uint32(flip * _SITES) >> _BYTES3  # the bytes' sum
+
+
+@jit
+def anti_aligned(lat, base, y, j, L, S, strips):
+    """Bit planes ``(ones, twos, fours)`` of the number of anti-aligned neighbours of black word ``(y, j)``."""
+    _, _, x0, x1, x2, x3 = _word_and_neighbours(lat, base, 0, y, j, L, S, strips)
+    a = np.uint32(x0 ^ x1)
+    c = np.uint32(x2 ^ x3)
+    carry_a = np.uint32(x0 & x1)
+    carry_c = np.uint32(x2 & x3)
+    ones = np.uint32(a ^ c)
+    carry = np.uint32(a & c)
+    twos = np.uint32(carry_a ^ carry_c ^ carry)  # at most two of the three carries are set
+    fours = np.uint32(carry_a & carry_c)
+    return ones, twos, fours
+
+
+@jit
+def site_counts(lat, base, k, L, S):
+    """int8 row ``k`` of the black sites: ``(down spins in both colours' row k, anti-aligned bonds)``."""
+    down = 0
+    anti = 0
+    for h in range(S):
+        up, dn, same, side, _ = neighbours(lat, base, 0, k, h, L, S)
+        s = np.int32(lat[_at(base, _row(0, k, L, S) + _I(h))])
+        anti += (4 - s * (np.int32(up) + np.int32(dn) + np.int32(same) + np.int32(side))) // 2
+        down += (1 - s) // 2 + (1 - np.int32(lat[_at(base, _row(1, k, L, S) + _I(h))])) // 2
+    return down, anti
+
+
+@jit
+def record(bins, series, system, i, n_measurements, N, down, anti, flips):
+    """Add measurement ``i`` of ``system`` (its counts) to its bin and time series.
+
+    ``e = (2 anti - 2 N) / N`` (energy per spin), ``m = (N - 2 down) / N``, acceptance
+    ``flips / N``; ``bins[system, b]`` collects sums of e, e^2, |m|, m^2, m^4, acceptance.
+    """
+    e = (2.0 * anti - 2.0 * N) / N
+    m = (N - 2.0 * down) / N
+    b = i * bins.shape[1] // n_measurements
+    m2 = m * m
+    bins[system, b, 0] += e
+    bins[system, b, 1] += e * e
+    bins[system, b, 2] += abs(m)
+    bins[system, b, 3] += m2
+    bins[system, b, 4] += m2 * m2
+    bins[system, b, 5] += flips / N
+    if series.shape[1] > 0:
+        series[system, i, 0] = e
+        series[system, i, 1] = m

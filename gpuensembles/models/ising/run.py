@@ -1,0 +1,338 @@
+"""2D Ising thermodynamics over inverse temperature and lattice size (seed 002).
+
+``gpuensembles.ising`` runs checkerboard Metropolis (see
+:mod:`gpuensembles.models.metropolis`) on independent periodic ``L x L`` lattices, one per
+``(L, beta, realization)``, and keeps online moments per bin of Monte Carlo time, so
+memory does not grow with the number of sweeps.
+"""
+
+import functools
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+import dask.array as da
+import numpy as np
+import xarray as xr
+
+from ...core import backend as _backend
+from ...core import engine, io
+from ...core.backend import Backend, Progress
+from . import kernels as lattices
+from . import physics as metropolis
+
+Kernel = Literal["multispin", "int8"]
+Start = Literal["hot", "cold"]
+KERNELS, STARTS = lattices.KINDS, get_args(Start)
+assert KERNELS == get_args(Kernel)
+#: Multi-spin lattices at least this large, with ``L`` a multiple of 64, are stored one per
+#: group as 32 strips; smaller ones are packed 32 lattices per word (``replicas``).
+STRIPS_MIN_L = 1024
+MAX_L = 65536
+#: Sweeps are counted in a uint32 half-sweep counter (one value is reserved).
+MAX_SWEEPS = 2**31 - 1
+DEFAULT_BINS = 64
+BIN_QUANTITIES = ("e", "e2", "abs_m", "m2", "m4", "acceptance")
+_BIN_ATTRS = {
+    "e": ("energy per spin e = E / N, mean over the bin", "1"),
+    "e2": ("e^2, mean over the bin", "1"),
+    "abs_m": ("|m|, m = M / N the magnetization per spin, mean over the bin", "1"),
+    "m2": ("m^2, mean over the bin", "1"),
+    "m4": ("m^4, mean over the bin", "1"),
+    "acceptance": ("fraction of accepted flip attempts in a measured sweep, mean over the bin", "1"),
+}
+
+
+def _rng_text(kernel):
+    return (f"Philox4x32-10, key=(seed, L | tag << 28), counter=(half-sweep, block, site, group); {kernel} kernel; "
+            "acceptance U < floor(2^32 exp(-beta dE)) with U a 32-bit uniform per decision")
+
+
+def ising(
+    *,
+    L,
+    beta,
+    sweeps,
+    thermalization=0,
+    realizations=1,
+    measure_every=1,
+    bins=None,
+    start: Start = "hot",
+    series=False,
+    snapshot=False,
+    kernel: Kernel = "multispin",
+    seed=None,
+    chunks=None,
+    backend: Backend = "auto",
+    progress: Progress = "auto",
+) -> xr.Dataset:
+    """Metropolis ensembles of the 2D Ising model (periodic ``L x L``, ``J = 1``, ``h = 0``).
+
+    Every ``(L, beta, realization)`` is an independent Markov chain. After
+    ``thermalization`` sweeps, the energy and magnetization are measured every
+    ``measure_every`` sweeps and accumulated per bin; ``ds.ising`` turns the bins into
+    specific heat, susceptibility, Binder cumulant and autocorrelation times with error
+    bars, and compares with the exact finite-``L`` solution.
+
+    Parameters
+    ----------
+    L : int or sequence of int
+        Linear lattice size(s), even (checkerboard on a torus), ``2 <= L <= 65536``.
+    beta : float or array
+        Inverse temperature(s) ``J / k_B T``, ``>= 0``. ``beta_c = ln(1 + sqrt 2) / 2``.
+    sweeps : int
+        Measured sweeps per chain (one sweep = one flip attempt per spin).
+    thermalization : int
+        Sweeps discarded before the first measurement.
+    realizations : int
+        Independent chains per ``(L, beta)``.
+    measure_every : int
+        Sweeps between measurements; must divide ``sweeps``.
+    bins : int, optional
+        Bins of consecutive measurements kept per chain (default ``min(64,
+        measurements)``). Error bars treat bins as independent, so make them much longer
+        than the autocorrelation time (``ds.ising.autocorrelation_time()`` checks).
+    start : {"hot", "cold"}
+        Random spins (infinite temperature) or all spins up.
+    series : bool
+        Also keep ``e`` and ``m`` of every measurement (a ``sample`` dimension).
+    snapshot : bool
+        Also keep the final configuration (``y, x``; zero-padded beyond a smaller ``L``).
+    kernel : {"multispin", "int8"}
+        One bit per spin with bit-sliced updates (fast), or one byte per spin (the
+        reference). Both are exact Metropolis; they use different random numbers.
+    seed : int, optional
+        Seed of the counter-based RNG (drawn and recorded when omitted).
+    chunks : int, optional
+        Groups of lattices per dask task (a group is 32 packed lattices, or one lattice
+        of ``L >= 1024``); given, or with an active ``distributed.Client``, the result is
+        lazy. The numbers are the same for any chunking.
+    backend : {"auto", "cuda", "cpu"}
+    progress : {"auto", True, False}
+
+    Returns
+    -------
+    xarray.Dataset
+        ``bin_e, bin_e2, bin_abs_m, bin_m2, bin_m4, bin_acceptance`` over ``(L, beta,
+        realization, bin)`` (means over each bin's measurements; ``bin_measurements``
+        counts them); with ``series``, ``e`` and ``m`` over ``sample``; with
+        ``snapshot``, ``snapshot`` over ``(y, x)``. A scalar ``L`` or ``beta`` is kept as a
+        scalar coordinate.
+
+    Examples
+    --------
+    >>> import numpy as np, gpuensembles as ge
+    >>> ds = ge.ising(L=[16, 32, 64, 128], beta=np.linspace(0.38, 0.5, 25), sweeps=100_000,
+    ...               thermalization=10_000, realizations=8, seed=3)  # doctest: +SKIP
+    >>> ds.ising.specific_heat()  # doctest: +SKIP
+    """
+    call = {k: v for k, v in locals().items() if k != "progress"}
+    sizes = _check_sizes(L)
+    beta_da = engine.as_parameter("beta", beta)
+    engine.check_range("beta", beta_da, 0)
+    for name, value, allowed in (("start", start, STARTS), ("kernel", kernel, KERNELS)):
+        if value not in allowed:
+            raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+    sweeps = engine.check_count("sweeps", sweeps)
+    thermalization = engine.check_count("thermalization", thermalization, minimum=0)
+    if sweeps + thermalization > MAX_SWEEPS:
+        raise ValueError(f"sweeps + thermalization must be at most {MAX_SWEEPS}, got {sweeps + thermalization}")
+    every = engine.check_count("measure_every", measure_every)
+    if sweeps % every:
+        raise ValueError(f"sweeps ({sweeps}) must be a multiple of measure_every ({every})")
+    n_meas = sweeps // every
+    n_bins = min(DEFAULT_BINS, n_meas) if bins is None else engine.check_count("bins", bins)
+    if n_bins > n_meas:
+        raise ValueError(f"bins must be at most the number of measurements ({n_meas}), got {n_bins}")
+    realizations = engine.check_count("realizations", realizations)
+    seed = engine.check_seed(seed)
+    if backend not in _backend.BACKENDS:
+        raise ValueError(f"backend must be one of {_backend.BACKENDS}, got {backend!r}")
+    betas = np.atleast_1d(beta_da.values)
+    schedule = (thermalization, sweeps, every)
+    per_L = []
+    for size in sizes:
+        setup = _Setup.make(kernel, size, betas, realizations, start == "hot", seed, n_bins, n_meas if series else 0,
+                            bool(snapshot), backend)
+        raw = engine.run_realizations(functools.partial(_run_groups, setup, schedule), setup.n_groups,
+                                      setup.outputs(), chunks=chunks, pieces=20, progress=progress)
+        per_L.append((setup, raw))
+    return _dataset(per_L, sizes, L, beta_da, realizations, schedule, n_bins, call, seed, kernel, start, backend)
+
+
+def _check_sizes(L) -> list:
+    values = np.atleast_1d(np.asarray(L))
+    if values.ndim != 1 or values.size == 0:
+        raise ValueError(f"L must be an even integer or a 1-D sequence of them, got {L!r}")
+    sizes = []
+    for v in values.tolist():
+        if isinstance(v, bool) or not float(v).is_integer() or not 2 <= v <= MAX_L or int(v) % 2:
+            raise ValueError(f"L must be even integers in [2, {MAX_L}] (checkerboard on a torus), got {L!r}")
+        sizes.append(int(v))
+    if len(set(sizes)) != len(sizes):
+        raise ValueError(f"L has repeated values: {sizes}")
+    return sizes
+
+
+@dataclass(frozen=True)
+class _Setup:
+    """How the lattices of one ``L`` are packed into groups, and their thresholds."""
+
+    kernel: str
+    L: int
+    S: int  # items per row of one colour (words or spins)
+    layout: str
+    spg: int  # systems per group
+    span: int  # lanes per system
+    n_systems: int
+    n_groups: int
+    thr: np.ndarray
+    hot: bool
+    seed: int
+    keys: tuple  # Philox key words of the updates and of the initial configuration
+    n_bins: int
+    n_series: int
+    snapshot: bool
+    backend: str
+
+    @classmethod
+    def make(cls, kernel, L, betas, realizations, hot, seed, n_bins, n_series, snapshot, backend):
+        n_systems = betas.size * realizations
+        system_beta = np.repeat(betas, realizations)  # system s = (beta index) * R + realization
+        p4, p8 = metropolis.thresholds(system_beta)
+        if kernel == "int8":
+            layout, S, spg, span = "one lattice per group", L // 2, 1, 1
+            thr = np.stack([p4, p8], axis=-1).ravel()
+        else:
+            strips = L % 64 == 0 and L >= STRIPS_MIN_L
+            layout, S, spg, span = ("strips", L // 64, 1, 32) if strips else ("replicas", L // 2, 32, 1)
+            lanes = np.repeat(np.arange(n_systems), span) if strips else np.arange(n_systems)
+            groups = -(-lanes.size // 32)
+            padded4 = np.zeros(groups * 32, np.uint32)
+            padded8 = np.zeros(groups * 32, np.uint32)
+            padded4[:lanes.size], padded8[:lanes.size] = p4[lanes], p8[lanes]
+            thr = np.concatenate([np.concatenate([metropolis.bit_planes(padded4[g * 32:(g + 1) * 32]),
+                                                  metropolis.bit_planes(padded8[g * 32:(g + 1) * 32])])
+                                  for g in range(groups)])
+        tags = (metropolis.TAG_INT8, metropolis.TAG_INT8_START) if kernel == "int8" else (
+            metropolis.TAG_MULTISPIN, metropolis.TAG_MULTISPIN_START)
+        return cls(kernel=kernel, L=L, S=S, layout=layout, spg=spg, span=span, n_systems=n_systems,
+                   n_groups=-(-n_systems // spg), thr=thr, hot=hot, seed=seed,
+                   keys=tuple(metropolis.philox_key(L, t) for t in tags), n_bins=n_bins, n_series=n_series,
+                   snapshot=snapshot, backend=backend)
+
+    def outputs(self) -> dict:
+        shape = (self.n_groups, self.spg)
+        return {
+            "bins": engine.Output(shape + (self.n_bins, len(BIN_QUANTITIES)), np.float64, 0),
+            "series": engine.Output(shape + (self.n_series, 2), np.float64, 0),
+            "snapshot": engine.Output(shape + ((self.L, self.L) if self.snapshot else (0, 0)), np.int8, 0),
+        }
+
+
+def _run_groups(setup, schedule, start, stop) -> dict:
+    """Groups ``[start, stop)`` of one ``L``: bin sums, series and snapshots per lattice."""
+    L, S, spg = setup.L, setup.S, setup.spg
+    multispin = setup.kernel == "multispin"
+    lattice = np.empty((stop - start) * 2 * L * S, dtype=np.uint32 if multispin else np.int8)
+    lattices.initial_lattice(lattice, multispin, setup.hot, L, S, np.uint32(start), np.uint32(setup.seed),
+                             setup.keys[1])
+    n_systems = min(stop * spg, setup.n_systems) - start * spg
+    bins = np.zeros((n_systems, setup.n_bins, len(BIN_QUANTITIES)))
+    series = np.zeros((n_systems, setup.n_series, 2))
+    stride = metropolis.THRESHOLD_STRIDE[setup.kernel]
+    thr = setup.thr[start * stride:stop * stride]
+    backend = _backend.resolve(setup.backend)
+    run = lattices.cuda_runner(setup.kernel) if backend == "cuda" else lattices.cpu_runner(setup.kernel)
+    geometry = (L, S, setup.layout == "strips", spg, setup.span, n_systems)
+    run(lattice, thr, start, setup.seed, setup.keys[0], geometry, schedule, bins, series)
+
+    def per_group(values):
+        out = np.zeros(((stop - start) * spg,) + values.shape[1:], values.dtype)
+        out[:n_systems] = values
+        return out.reshape((stop - start, spg) + values.shape[1:])
+
+    snap = _unpack(lattice, setup, stop - start)[:n_systems] if setup.snapshot else np.zeros((n_systems, 0, 0),
+                                                                                             np.int8)
+    return {"bins": per_group(bins), "series": per_group(series), "snapshot": per_group(snap)}
+
+
+def _unpack(lattice, setup, n_groups) -> np.ndarray:
+    """Spins ``(n_groups * spg, L, L)`` (+1 / -1) from the packed colour-split storage."""
+    L, S = setup.L, setup.S
+    if setup.kernel == "int8":
+        halves = lattice.reshape(n_groups, 1, 2, L, S).astype(np.int8)
+    else:
+        words = lattice.reshape(n_groups, 2, L, S)
+        bits = (words[..., None] >> np.arange(32, dtype=np.uint32)) & 1  # (g, c, y, j, lane)
+        if setup.layout == "strips":
+            halves = bits.transpose(0, 1, 2, 4, 3).reshape(n_groups, 1, 2, L, 32 * S)
+        else:
+            halves = bits.transpose(0, 4, 1, 2, 3)
+        halves = (1 - 2 * halves.astype(np.int8)).astype(np.int8)
+    spins = np.empty(halves.shape[:2] + (L, L), np.int8)
+    for c in range(2):
+        for parity in range(2):  # rows y with (y + c) % 2 == parity hold x = 2h + parity
+            spins[:, :, parity ^ c::2, parity::2] = halves[:, :, c, parity ^ c::2, :]
+    return spins.reshape(-1, L, L)
+
+
+def _dataset(per_L, sizes, L_input, beta_da, realizations, schedule, n_bins, call, seed, kernel, start, backend):
+    therm, sweeps, every = schedule
+    n_meas = sweeps // every
+    betas = np.atleast_1d(beta_da.values)
+    counts = np.bincount(np.arange(n_meas) * n_bins // n_meas, minlength=n_bins)
+    shape = (betas.size, realizations)
+    lmax = max(sizes)
+    parts = {f"bin_{q}": [] for q in BIN_QUANTITIES}
+    parts.update(e=[], m=[], snapshot=[])
+    xp = np if all(isinstance(raw["bins"], np.ndarray) for _, raw in per_L) else da
+    for setup, raw in per_L:
+        bins = raw["bins"].reshape((-1,) + raw["bins"].shape[2:])[:setup.n_systems] / counts[:, None]
+        for k, q in enumerate(BIN_QUANTITIES):
+            parts[f"bin_{q}"].append(bins[..., k].reshape(shape + (n_bins,)))
+        if setup.n_series:
+            series = raw["series"].reshape((-1,) + raw["series"].shape[2:])[:setup.n_systems]
+            parts["e"].append(series[..., 0].reshape(shape + (n_meas,)))
+            parts["m"].append(series[..., 1].reshape(shape + (n_meas,)))
+        if setup.snapshot:
+            snap = raw["snapshot"].reshape((-1, setup.L, setup.L))[:setup.n_systems].reshape(shape + (setup.L,) * 2)
+            pad = lmax - setup.L
+            parts["snapshot"].append(xp.pad(snap, ((0, 0), (0, 0), (0, pad), (0, pad))) if pad else snap)
+    coords = {
+        "L": xr.Variable("L", np.array(sizes, np.int64), {"long_name": "linear lattice size", "units": "1"}),
+        "beta": xr.Variable("beta", betas, {"long_name": "inverse temperature J / k_B T", "units": "1"}),
+        engine.REALIZATION: xr.Variable(engine.REALIZATION, np.arange(realizations), io.REALIZATION_ATTRS),
+        "bin_measurements": xr.Variable("bin", counts.astype(np.int64),
+                                        {"long_name": "measurements averaged in the bin", "units": "1"}),
+        "sweep": xr.Variable("sample", therm + every * np.arange(1, n_meas + 1, dtype=np.int64),
+                             {"long_name": "sweeps since the start", "units": "1"}),
+    }
+    dims = ("L", "beta", engine.REALIZATION)
+    data = {}
+    for q in BIN_QUANTITIES:
+        long_name, units = _BIN_ATTRS[q]
+        data[f"bin_{q}"] = engine.on_dims(xp.stack(parts[f"bin_{q}"]), dims + ("bin",), coords, long_name=long_name,
+                                          units=units)
+    if parts["e"]:
+        data["e"] = engine.on_dims(xp.stack(parts["e"]), dims + ("sample",), coords, long_name="energy per spin",
+                                   units="1")
+        data["m"] = engine.on_dims(xp.stack(parts["m"]), dims + ("sample",), coords,
+                                   long_name="magnetization per spin", units="1")
+    if parts["snapshot"]:
+        data["snapshot"] = engine.on_dims(xp.stack(parts["snapshot"]), dims + ("y", "x"), coords,
+                                          long_name="final spins (0: outside a smaller lattice)", units="1")
+    ds = xr.Dataset(data)
+    if np.ndim(L_input) == 0:
+        ds = ds.squeeze("L")
+    if beta_da.ndim == 0:
+        ds = ds.squeeze("beta")
+    first = per_L[0][1]["bins"]
+    resolved = _backend.resolve(backend) if isinstance(first, np.ndarray) else backend
+    device = _backend.device_name(resolved) if isinstance(first, np.ndarray) else "resolved on each dask worker"
+    attrs = io.provenance(model="2D Ising, periodic L x L, J = 1, h = 0", integrator="checkerboard Metropolis",
+                          seed=seed, backend=resolved, device=device, dtype="int8" if kernel == "int8" else "1 bit",
+                          history=io.history_line("ising", call))
+    attrs.update(rng=_rng_text(kernel), kernel=kernel, start=start, sweeps=np.int64(sweeps),
+                 thermalization=np.int64(therm), measure_every=np.int64(every),
+                 layout="; ".join(f"L={s.L}: {s.layout}" for s, _ in per_L))
+    return ds.assign_attrs(attrs)

@@ -1,0 +1,29 @@
+"""Josephson junctions (seed 000): escape times and switching-current distributions.
+
+:func:`escape_times` and :func:`switching_currents` integrate the washboard Langevin
+equation of :mod:`.physics` on the generic first-passage template; :mod:`.theory` holds
+the exact overdamped MFPT, the Kramers/Mel'nikov rates and Fulton-Dunkleberger;
+:mod:`.analysis` registers the ``Dataset.fpt`` accessor; :func:`normalize` converts SI
+junction parameters.
+"""
+
+from ...core.registry import Command, RunFunction, register
+from . import analysis, cli, theory  # noqa: F401  (analysis registers the Dataset.fpt accessor)
+from .run import escape_times, normalize, switching_currents
+
+__all__ = ["escape_times", "switching_currents", "normalize", "theory"]
+
+register(RunFunction(
+    name="escape_times", function=escape_times, family="josephson",
+    command=Command("escape-times", "escape times of a Josephson junction (washboard Langevin model)",
+                    cli.add_escape_times, cli.run_escape_times, cli.summary, cli.plot),
+    example=lambda: dict(damping=0.5, gamma=0.5, D=[0.3, 0.5], h=0.01, realizations=8, max_steps=20_000, seed=1),
+    example_chunks=3,
+))
+register(RunFunction(
+    name="switching_currents", function=switching_currents, family="josephson",
+    command=Command("switching-currents", "switching currents under a bias ramp (normalized or SI units)",
+                    cli.add_switching_currents, cli.run_switching_currents, cli.summary, cli.plot),
+    example=lambda: dict(damping=0.5, D=0.05, dgamma=2e-4, h=0.01, realizations=8, seed=1),
+    example_chunks=3,
+))

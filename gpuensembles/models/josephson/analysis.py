@@ -1,0 +1,131 @@
+"""The ``Dataset.fpt`` accessor: statistics of escape-time and switching-current results.
+
+It resolves the variable names of each kind of result (``escape_time``/``escaped`` or
+``switching_current``/``switched``) and delegates to the model-agnostic functions of
+:mod:`gpuensembles.analysis.first_passage`; comparisons with Fulton-Dunkleberger and the
+Kramers/Mel'nikov rates use this family's :mod:`~gpuensembles.models.josephson.theory`.
+"""
+
+import xarray as xr
+
+from ...analysis.first_passage import (
+    default_grid,
+    kramers_fit,
+    ks_compare,
+    mean,
+    quasipotential,
+    rate_from_histogram,
+    survival,
+)
+from ...core.io import REALIZATION
+
+
+@xr.register_dataset_accessor("fpt")
+class FirstPassageAccessor:
+    """``ds.fpt``: statistics of ``escape_times`` and ``switching_currents`` results.
+
+    Resolves the variable names of each kind of result and delegates to the functions
+    of :mod:`gpuensembles.analysis.first_passage` (and to the family's
+    :mod:`~gpuensembles.models.josephson.theory` for ``compare``).
+    """
+
+    def __init__(self, ds: xr.Dataset):
+        self._ds = ds
+        self._switching = "switching_current" in ds
+
+    @property
+    def _times(self):
+        return self._ds["switching_current" if self._switching else "escape_time"]
+
+    @property
+    def _passed(self):
+        return self._ds["switched" if self._switching else "escaped"]
+
+    def _param(self, name):
+        return self._ds[name] if name in self._ds.coords else self._ds.attrs[name]
+
+    def _censor_value(self):
+        steps = self._ds["steps"]
+        if self._switching:
+            return self._param("gamma_start") + steps * self._param("dgamma")
+        return steps * self._param("h")
+
+    def _grid_dim(self):
+        return "gamma" if self._switching else "time"
+
+    def mean(self, dim: str = REALIZATION, censored: str = "nan") -> xr.Dataset:
+        """Mean passage time (or switching current) and standard error; see :func:`mean`."""
+        return mean(self._times, self._passed, dim=dim, censored=censored)
+
+    def survival(self, t=None, dim: str = REALIZATION) -> xr.DataArray:
+        """Survival ``P(T > t)``; ``t`` defaults to 201 points up to the largest value."""
+        t = default_grid(self._times) if t is None else t
+        return survival(self._times, self._passed, t, self._censor_value(), dim=dim, grid_dim=self._grid_dim())
+
+    def cdf(self, t=None, dim: str = REALIZATION) -> xr.DataArray:
+        """Cumulative distribution ``P(T <= t)`` (``1 - survival``)."""
+        s = self.survival(t, dim=dim)
+        return (1.0 - s).assign_attrs(long_name="cumulative probability P(T <= t)", units="1")
+
+    def _means(self):
+        if self._switching:
+            raise ValueError("Arrhenius analyses need escape times at constant bias (escape_times), not a ramp")
+        return self.mean().compute()
+
+    def kramers_fit(self, dim: str = "D", form: str = "arrhenius") -> xr.Dataset:
+        """Fit ``ln <T>`` against ``1/dim``; see :func:`kramers_fit`. Computes the means."""
+        m = self._means()
+        return kramers_fit(m["mean"], m["stderr"], dim=dim, form=form)
+
+    def quasipotential(self, dim: str = "D") -> xr.Dataset:
+        """Local barrier ``d ln(theta <T>) / d(1/theta)``; see :func:`quasipotential`."""
+        m = self._means()
+        return quasipotential(m["mean"], m["stderr"], self._ds.attrs["damping"], dim=dim)
+
+    def _gamma_dot(self):
+        return float(self._param("dgamma")) / float(self._param("h"))
+
+    def rate_from_histogram(self, bins=50, dim: str = REALIZATION) -> xr.Dataset:
+        """Escape rate from the switching histogram; see :func:`rate_from_histogram`."""
+        if not self._switching:
+            raise ValueError("rate_from_histogram needs a switching_currents result")
+        return rate_from_histogram(self._times.compute(), self._gamma_dot(), bins=bins, dim=dim)
+
+    def theory_cdf(self, form: str = "melnikov"):
+        """Fulton-Dunkleberger CDF for this (single-point) switching run, as a callable.
+
+        Uses the adiabatic :func:`gpuensembles.models.josephson.theory.escape_rate` of ``form`` with the run's
+        ``V0, damping, D`` and ramp. The rates describe escape *out of the well*: compare
+        them with runs made with ``passage="next_well"``.
+        """
+        from functools import partial
+
+        from . import theory
+
+        if not self._switching:
+            raise ValueError("theory_cdf needs a switching_currents result")
+        damping = float(self._param("damping"))
+        rate = partial(theory.escape_rate, V0=float(self._param("V0")), damping=damping,
+                       theta=float(self._param("D")) / damping, form=form,
+                       model=self._ds.attrs["dynamics"])
+        return partial(theory.fulton_dunkleberger_cdf, gamma_dot=self._gamma_dot(), rate=rate,
+                       gamma_start=float(self._param("gamma_start")))
+
+    def compare(self, theory="melnikov", grid=None, dim: str = REALIZATION) -> xr.Dataset:
+        """CDF difference and KS test against ``theory`` (a rate form name or a CDF callable)."""
+        cdf = self.theory_cdf(theory) if isinstance(theory, str) else theory
+        return ks_compare(self._times.compute(), cdf, grid=grid, dim=dim)
+
+    def plot_cdf(self, ax=None, theory=None, **kwargs):
+        """Empirical CDF (and ``theory``, a form name or callable, if given) with matplotlib."""
+        from ...analysis.plots import plot_cdf
+
+        cdf = self.theory_cdf(theory) if isinstance(theory, str) else theory
+        return plot_cdf(self._times.compute(), ax=ax, theory=cdf, **kwargs)
+
+    def plot_arrhenius(self, dim: str = "D", form: str = "power", ax=None):
+        """``ln <T>`` against ``1/dim`` with error bars and the ``form`` fit (matplotlib)."""
+        from ...analysis.plots import plot_arrhenius
+
+        m = self._means()
+        return plot_arrhenius(m["mean"], m["stderr"], self.kramers_fit(dim=dim, form=form), dim=dim, ax=ax)

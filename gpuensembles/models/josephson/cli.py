@@ -1,0 +1,158 @@
+"""Subcommands ``escape-times`` and ``switching-currents``."""
+
+import functools
+import sys
+
+import numba
+import numpy as np
+
+from ...core import backend, commands
+from ...core.commands import add_parameter, values
+from . import theory
+from .run import (
+    DTYPES,
+    INTEGRATORS,
+    MODELS,
+    PARAMETERS,
+    PASSAGES,
+    PHYSICAL,
+    STARTS,
+    escape_times,
+    normalize,
+    switching_currents,
+)
+
+#: Junctions known by name: SI parameters and the integration step of seed 000, Fig. 11(b).
+PRESETS = {
+    "li2007": dict(R=250.0, C=88e-15, Ic=0.748e-6, T=1.2, sweep_rate=200.0, h=1e-4),
+}
+
+
+def _add_common(parser):
+    parser.add_argument("--realizations", type=int, required=True, help="realizations per parameter point")
+    parser.add_argument("--model", choices=MODELS, default="underdamped")
+    parser.add_argument("--passage", choices=PASSAGES, default="barrier_top",
+                        help="escape at the barrier top (seed 000) or at the next well (what rate theory counts)")
+    parser.add_argument("--integrator", choices=INTEGRATORS, default="euler",
+                        help="Euler-Maruyama (seed 000) or BAOAB (underdamped; ~10x larger h at equal accuracy)")
+    parser.add_argument("--dtype", choices=DTYPES, default="float32")
+    commands.add_run_options(parser, "realizations")
+    parser.add_argument("--store", metavar="DIR", help="keep finished chunks in DIR; the same command resumes from it")
+
+
+def _common_kwargs(args):
+    return dict(realizations=args.realizations, model=args.model, passage=args.passage, integrator=args.integrator,
+                dtype=args.dtype, store=args.store, **commands.run_options(args))
+
+
+def add_escape_times(parser):
+    """Options of ``escape-times``."""
+    add_parameter(parser, "V0", PARAMETERS["V0"]["long_name"], default=[1.0])
+    for name in ("damping", "gamma", "D", "h"):
+        add_parameter(parser, name, PARAMETERS[name]["long_name"], required=True)
+    parser.add_argument("--max-steps", type=int, default=10**9, help="steps after which a realization gives up")
+    _add_common(parser)
+
+
+def run_escape_times(args):
+    """Run ``escape-times``."""
+    return escape_times(V0=values(args.V0), damping=values(args.damping), gamma=values(args.gamma),
+                        D=values(args.D), h=values(args.h), max_steps=args.max_steps, **_common_kwargs(args))
+
+
+def add_switching_currents(parser):
+    """Options of ``switching-currents``."""
+    parser.add_argument("--preset", choices=sorted(PRESETS),
+                        help="a known junction (SI values and h; options override)")
+    for name in ("V0", "damping", "D", "dgamma"):
+        add_parameter(parser, name, PARAMETERS[name]["long_name"] + " (normalized form)")
+    for name, (long_name, units, *_) in PHYSICAL.items():
+        add_parameter(parser, name, f"{long_name} [{units}] (SI form)")
+    add_parameter(parser, "h", PARAMETERS["h"]["long_name"])
+    parser.add_argument("--gamma-start", default="0", help="bias where the ramp starts, or 'auto' (warm start)")
+    parser.add_argument("--gamma-end", type=float, default=1.0, help="bias where the ramp stops")
+    parser.add_argument("--start", choices=STARTS, default="rest")
+    _add_common(parser)
+
+
+def run_switching_currents(args):
+    """Run ``switching-currents`` (after printing its work estimate to stderr)."""
+    preset = dict(PRESETS.get(args.preset, {}))
+    physical = {k: values(getattr(args, k)) if getattr(args, k) is not None else preset.get(k) for k in PHYSICAL}
+    h = values(args.h) if args.h is not None else preset.get("h")
+    if h is None:
+        raise ValueError("h is required (or a --preset that sets it)")
+    normalized = dict(V0=values(args.V0), damping=values(args.damping), D=values(args.D), dgamma=values(args.dgamma))
+    kwargs = dict(h=h, gamma_start=args.gamma_start if args.gamma_start == "auto" else float(args.gamma_start),
+                  gamma_end=args.gamma_end, start=args.start, **_common_kwargs(args))
+    if any(v is not None for v in physical.values()):
+        missing = [k for k, v in physical.items() if v is None]
+        if missing:
+            raise ValueError(f"the SI form needs {', '.join('--' + k.replace('_', '-') for k in missing)}")
+        if any(v is not None for v in normalized.values()):
+            raise ValueError("give either the SI options (--R --C --Ic --T --sweep-rate) "
+                             "or --V0/--damping/--D/--dgamma")
+        kwargs["physical"] = physical
+    else:
+        kwargs.update({k: v for k, v in normalized.items() if v is not None})
+    _estimate(kwargs)
+    return switching_currents(**kwargs)
+
+
+def _estimate(kwargs):
+    """Print the expected work of a switching run (Fulton-Dunkleberger mean, Mel'nikov rate) to stderr."""
+    try:
+        if "physical" in kwargs:
+            units = normalize(**kwargs["physical"], h=kwargs["h"])
+            V0, damping, D, dgamma = (float(units[k].max()) for k in ("V0", "damping", "D", "dgamma"))
+        else:
+            V0, damping, D, dgamma = (float(np.max(kwargs.get(k, 1.0))) for k in ("V0", "damping", "D", "dgamma"))
+        h = float(np.max(kwargs["h"]))
+        rate = functools.partial(theory.escape_rate, V0=V0, damping=damping, theta=D / damping)
+        start = kwargs["gamma_start"] if isinstance(kwargs["gamma_start"], float) else 0.0
+        mean = theory.fulton_dunkleberger_mean(gamma_dot=dgamma / h, rate=rate, gamma_start=start, points=100)
+    except (ValueError, ArithmeticError):
+        return  # validation of the run itself reports bad input
+    steps = (mean - start) / dgamma * kwargs["realizations"]
+    speed = 3e11 if backend.resolve(kwargs["backend"]) == "cuda" else 5e7 * numba.config.NUMBA_NUM_THREADS
+    hours = steps / speed / 3600
+    print(f"estimate: ~{steps:.2g} steps (mean switching gamma {mean:.3f}); about "
+          f"{hours * 60:.2g} min at ~{speed:.0e} steps/s" if hours < 1 else
+          f"estimate: ~{steps:.2g} steps; about {hours:.3g} h at ~{speed:.0e} steps/s -- consider a faster "
+          "--sweep-rate, fewer realizations, --integrator baoab with a 10x larger --h, or a GPU", file=sys.stderr)
+
+
+def summary(ds, seconds, output):
+    """Steps and rate, then the mean escape time (or switching current) per parameter point."""
+    commands.header(ds, seconds, int(ds.steps.sum()), "steps", output)
+    stats = ds.fpt.mean(censored="drop")
+    passed = "switched" if "switched" in ds else "escaped"
+    if "switching_current_A" in ds:
+        ic = ds.switching_current_A / ds.switching_current
+        stats["mean_A"] = stats["mean"] * ic.mean("realization")
+    if stats["mean"].ndim == 0:
+        text = ", ".join(f"{k} {float(v):.6g}" for k, v in stats.data_vars.items())
+        print(text.replace("n_censored", f"not {passed}").replace(" n ", f" {passed} "))
+        return
+    frame = stats.to_dataframe().rename(columns={"n": passed, "n_censored": f"not {passed}"})
+    print(frame.to_string(float_format=lambda x: f"{x:.6g}"))
+
+
+def plot(ds, path):
+    """Empirical CDF of every parameter point into one PNG."""
+    commands.use_agg()
+    import matplotlib.pyplot as plt
+
+    from ...analysis.plots import plot_cdf
+
+    sample = ds["switching_current" if "switching_current" in ds else "escape_time"]
+    sweep = [d for d in sample.dims if d != "realization"]
+    points = sample.stack(point=sweep).transpose("point", ...) if sweep else [sample]
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    for point in points:
+        label = ", ".join(f"{d}={float(point[d]):.4g}" for d in sweep) or "simulation"
+        plot_cdf(point.copy(data=point.values), ax=ax, label=label)
+    ax.set_title(ds.attrs["model"])
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

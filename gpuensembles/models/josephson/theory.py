@@ -1,0 +1,273 @@
+"""Exact and analytic references of the Josephson-junction (washboard) model.
+
+All functions are plain numpy/scipy, in the normalized units of
+:mod:`gpuensembles.models.josephson`: ``U(phi) = -V0 (cos(phi) + gamma phi)``,
+temperature ``theta = D / damping``.
+"""
+
+import math
+
+import numpy as np
+from scipy import integrate, special
+
+#: ``-zeta(1/2) / sqrt(2 pi)``: shift of an absorbing barrier that makes discrete
+#: monitoring every ``h`` match continuous monitoring to first order (Broadie,
+#: Glasserman & Kou, Math. Finance 7, 325 (1997); Gobet, Stoch. Proc. Appl. 87, 167 (2000)).
+BGK_BETA = float(-special.zeta(0.5) / math.sqrt(2.0 * math.pi))
+
+
+def barrier(gamma, V0=1.0):
+    """Barrier height of the tilted washboard, ``2 V0 [sqrt(1-gamma^2) - gamma arccos(gamma)]``.
+
+    Parameters
+    ----------
+    gamma : float or array, in [0, 1]
+        Normalized bias.
+    V0 : float or array
+        Barrier scale.
+    """
+    gamma = np.asarray(gamma, dtype=float)
+    return 2.0 * V0 * (np.sqrt(1.0 - gamma**2) - gamma * np.arccos(gamma))
+
+
+def well_bottom(gamma):
+    """Position of the well minimum, ``arcsin(gamma)``."""
+    return np.arcsin(gamma)
+
+
+def barrier_top(gamma):
+    """Position of the barrier maximum to the right of the well, ``pi - arcsin(gamma)``."""
+    return np.pi - np.arcsin(gamma)
+
+
+def overdamped_mfpt(*, V0, damping, gamma, D, x0=None, b=None, points_per_unit=4000):
+    """Exact mean first-passage time of the overdamped washboard particle.
+
+    For ``damping phi' = -U'(phi) + xi``, ``<xi xi> = 2 D delta``, ``theta = D/damping``::
+
+        T = (damping / theta) int_{x0}^{b} dy exp(U(y)/theta) int_{-inf}^{y} dz exp(-U(z)/theta)
+
+    (Gardiner, *Handbook of Stochastic Methods*, Sect. 5.2.7; reflecting at -inf,
+    absorbing at ``b``). Evaluated with cumulative Simpson quadrature; the lower limit is
+    cut where ``exp(-U/theta)`` has fallen by ``e^-40`` relative to the well bottom.
+
+    Parameters
+    ----------
+    V0, damping, gamma, D : float
+        Model parameters (``0 < gamma < 1``).
+    x0 : float, optional
+        Start; default the well bottom ``arcsin(gamma)``.
+    b : float, optional
+        Absorbing point; default the barrier top ``pi - arcsin(gamma)``.
+    points_per_unit : int
+        Quadrature points per unit of phase.
+
+    Returns
+    -------
+    float
+        Mean first-passage time, in the time unit of the equation.
+    """
+    if not 0 < gamma < 1:
+        raise ValueError(f"gamma must lie in (0, 1) for a finite MFPT, got {gamma}")
+    theta = D / damping
+    x0 = well_bottom(gamma) if x0 is None else x0
+    b = barrier_top(gamma) if b is None else b
+    a = well_bottom(gamma)
+
+    def u(phi):
+        """``(U(phi) - U(a)) / theta``, >= 0 left of the barrier."""
+        return -V0 * (np.cos(phi) + gamma * phi - math.cos(a) - gamma * a) / theta
+
+    # each period to the left raises U by 2 pi V0 gamma
+    periods = math.ceil(40.0 * theta / (2.0 * math.pi * V0 * gamma)) + 1
+    low = min(x0, a) - 2.0 * math.pi * periods
+    n = int((b - low) * points_per_unit) | 1
+    z = np.linspace(low, b, n)
+    inner = integrate.cumulative_simpson(np.exp(-u(z)), x=z, initial=0.0)
+    mask = z >= x0
+    y = np.concatenate(([x0], z[mask])) if z[mask][0] > x0 else z[mask]
+    inner_y = np.interp(y, z, inner)
+    return float(damping / theta * integrate.simpson(np.exp(u(y)) * inner_y, x=y))
+
+
+def discrete_monitoring_shift(*, D, damping, h, model="overdamped"):
+    """Barrier shift ``BGK_BETA * sigma * sqrt(h)`` that accounts for checking only every step.
+
+    An Euler scheme that tests ``phi > b`` once per step misses excursions between
+    steps, so its mean first-passage time equals, to leading order, the continuous
+    one with the barrier moved out by this amount; the bias is O(sqrt(h)).
+    ``sigma`` is the noise amplitude of ``phi`` per sqrt(time): ``sqrt(2 D)/damping``
+    for the overdamped model. For the underdamped model the phase is differentiable and
+    the correction is O(h) instead; this returns 0 there.
+    """
+    if model == "overdamped":
+        return BGK_BETA * math.sqrt(2.0 * D) / damping * math.sqrt(h)
+    return 0.0
+
+
+# --------------------------------------------------------------------------- escape rates
+
+RATE_FORMS = ("tst", "kramers", "bhl", "melnikov", "exact")
+
+
+def plasma_frequency(gamma, V0=1.0):
+    """Small-oscillation frequency at the well bottom, ``sqrt(V0) (1 - gamma^2)^(1/4)``.
+
+    The barrier-top curvature has the same magnitude, so this is also ``omega_b``.
+    """
+    return np.sqrt(V0) * (1.0 - np.asarray(gamma, dtype=float) ** 2) ** 0.25
+
+
+def separatrix_action(gamma, V0=1.0):
+    """Action ``S = oint v dphi`` of the orbit at the barrier energy (unit mass).
+
+    The energy a particle loses on that orbit is ``damping * S``; Mel'nikov's
+    ``delta = damping * S / theta``. Near ``gamma = 1`` the cubic approximation gives
+    ``S = 36 Delta U / (5 omega_p)`` (Buttiker, Harris & Landauer 1983).
+    """
+    from scipy import optimize
+
+    a, b = well_bottom(gamma), barrier_top(gamma)
+
+    def U(x):
+        """The washboard potential ``-V0 (cos x + gamma x)``."""
+        return -V0 * (np.cos(x) + gamma * x)
+
+    left = optimize.brentq(lambda x: U(x) - U(b), -np.pi - a, a)
+    value, _ = integrate.quad(lambda x: np.sqrt(max(2.0 * (U(b) - U(x)), 0.0)), left, b, limit=200)
+    return 2.0 * value
+
+
+def melnikov_depopulation(delta):
+    """Mel'nikov-Meshkov factor ``A(delta) = exp[(1/pi) int_0^inf ln(1 - exp(-delta (x^2 + 1/4))) dx / (x^2 + 1/4)]``.
+
+    ``A -> delta`` for ``delta -> 0`` (energy-diffusion limit) and ``A -> 1`` for large
+    ``delta`` (V. I. Mel'nikov & S. V. Meshkov, J. Chem. Phys. 85, 1018 (1986)).
+    """
+    def integrand(x):
+        """Integrand of Mel'nikov's depopulation factor."""
+        return np.log(-np.expm1(-delta * (x * x + 0.25))) / (x * x + 0.25)
+
+    value, _ = integrate.quad(integrand, 0.0, np.inf, limit=200)
+    return float(np.exp(value / np.pi))
+
+
+def escape_rate(gamma, *, V0, damping, theta, form="melnikov", model="underdamped"):
+    """Thermal escape rate from a well of the washboard potential (normalized units).
+
+    Parameters
+    ----------
+    gamma : float
+        Bias, in (0, 1).
+    V0, damping, theta : float
+        Barrier scale, damping and temperature ``theta = D / damping``.
+    form : {"tst", "kramers", "bhl", "melnikov", "exact"}
+        * ``tst``: transition state, ``omega_a / 2 pi exp(-Delta U / theta)``.
+        * ``kramers``: Kramers' moderate-to-strong damping rate, TST times
+          ``sqrt(1 + alpha^2) - alpha`` with ``alpha = damping / (2 omega_b)``
+          (Kramers, Physica 7, 284 (1940)). Overdamped model: Smoluchowski limit
+          ``omega_a omega_b / (2 pi damping) exp(-Delta U / theta)``.
+        * ``bhl``: Buttiker-Harris-Landauer interpolation (PRB 28, 1268 (1983)),
+          TST times ``4 / (sqrt(1 + 4 / delta) + 1)^2``.
+        * ``melnikov``: Mel'nikov-Meshkov turnover formula, ``kramers`` times
+          `melnikov_depopulation` (``delta``): valid at any damping.
+        * ``exact``: overdamped model only, ``1 / T`` with ``T`` the exact mean first
+          passage time from the well bottom to the barrier top (`overdamped_mfpt`).
+
+        ``delta = damping * S / theta`` with ``S`` the `separatrix_action`.
+
+    Returns
+    -------
+    float
+        Rate in inverse time units of the equation.
+    """
+    if form not in RATE_FORMS:
+        raise ValueError(f"form must be one of {RATE_FORMS}, got {form!r}")
+    omega = float(plasma_frequency(gamma, V0))
+    boltzmann = math.exp(-float(barrier(gamma, V0)) / theta)
+    if model == "overdamped":
+        if form == "exact":  # no tilt: the passage to the right may never happen
+            return 1.0 / overdamped_mfpt(V0=V0, damping=damping, gamma=gamma, D=damping * theta) if gamma > 0 else 0.0
+        if form != "kramers":
+            raise ValueError(f"the overdamped model has forms 'kramers' and 'exact', got {form!r}")
+        return omega * omega / (2.0 * math.pi * damping) * boltzmann
+    if form == "exact":
+        raise ValueError("form='exact' exists for the overdamped model only")
+    tst = omega / (2.0 * math.pi) * boltzmann
+    if form == "tst":
+        return tst
+    alpha = damping / (2.0 * omega)
+    kramers = tst * (math.sqrt(1.0 + alpha * alpha) - alpha)
+    if form == "kramers":
+        return kramers
+    delta = damping * separatrix_action(gamma, V0) / theta
+    if form == "bhl":
+        return tst * 4.0 / (math.sqrt(1.0 + 4.0 / delta) + 1.0) ** 2
+    return kramers * melnikov_depopulation(delta)
+
+
+def fulton_dunkleberger_cdf(gamma, *, gamma_dot, rate, gamma_start=0.0, points=400):
+    """Switching-current CDF under a slow linear ramp (Fulton & Dunkleberger, PRB 9, 4760 (1974)).
+
+    ``P(gamma) = 1 - exp(-(1/gamma_dot) int_{gamma_start}^{gamma} Gamma(g) dg)``: the
+    adiabatic approximation, in which the escape rate at each bias is the stationary one.
+
+    Parameters
+    ----------
+    gamma : array
+        Biases at which to evaluate the CDF (>= gamma_start, < 1).
+    gamma_dot : float
+        Ramp rate ``d gamma / dt`` in inverse time units (``dgamma / h`` of a simulation).
+    rate : callable
+        ``rate(g) -> Gamma`` in inverse time units, e.g.
+        ``functools.partial(escape_rate, V0=1, damping=1, theta=0.05, form="kramers")``.
+    gamma_start : float
+        Where the ramp starts.
+    points : int
+        Rate evaluations between ``gamma_start`` and ``max(gamma)``; the integral uses
+        log-linear interpolation between them on a 20x finer grid.
+
+    Returns
+    -------
+    ndarray
+        ``P(gamma)``, same shape as ``gamma``.
+    """
+    gamma = np.asarray(gamma, dtype=float)
+    grid = np.linspace(gamma_start, float(gamma.max()), points)
+    with np.errstate(divide="ignore"):
+        log_rate = np.log([rate(g) for g in grid])
+    fine = np.linspace(grid[0], grid[-1], 20 * points)
+    exponent = integrate.cumulative_trapezoid(np.exp(np.interp(fine, grid, log_rate)), fine, initial=0.0) / gamma_dot
+    return -np.expm1(-np.interp(gamma, fine, exponent))
+
+
+def fulton_dunkleberger_mean(*, gamma_dot, rate, gamma_start=0.0, gamma_end=1.0, points=400):
+    """Mean switching bias of the Fulton-Dunkleberger distribution, ``gamma_start + int (1 - P)``."""
+    grid = np.linspace(gamma_start, gamma_end - 1e-9, 20 * points)
+    survival = 1.0 - fulton_dunkleberger_cdf(grid, gamma_dot=gamma_dot, rate=rate, gamma_start=gamma_start,
+                                             points=points)
+    return gamma_start + float(integrate.trapezoid(survival, grid))
+
+
+def warm_start_gamma(*, gamma_dot, V0, damping, theta, probability=1e-9, form="melnikov", model="underdamped"):
+    """Bias below which a ramp from 0 switches with probability < ``probability``.
+
+    Solves ``(1/gamma_dot) int_0^g Gamma = -ln(1 - probability)`` with the adiabatic rate.
+    Starting the ramp there from the thermal distribution of the well leaves out at most
+    that fraction of the switching events (times the rate formula's error, a factor of
+    order one), and the state at ``g`` is thermal up to corrections of order the
+    relaxation time over the ramp time.
+    """
+    from scipy import optimize
+
+    kw = dict(V0=V0, damping=damping, theta=theta, form=form, model=model)
+    target = -math.log1p(-probability) * gamma_dot
+
+    def excess(g):
+        """Log of the survival exponent at bias ``g`` over the target."""
+        value, _ = integrate.quad(lambda x: escape_rate(x, **kw), 0.0, g, limit=200)
+        return math.log(value + 1e-300) - math.log(target)
+
+    if excess(0.999) < 0:
+        return 0.999
+    return float(optimize.brentq(excess, 1e-9, 0.999, xtol=1e-6))

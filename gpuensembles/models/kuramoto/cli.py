@@ -1,0 +1,44 @@
+"""Subcommand ``kuramoto``."""
+
+from ...core import commands
+from ...core.commands import add_parameter, values
+from .run import DISTRIBUTIONS, INITIAL, PARAMETERS, SAMPLINGS, kuramoto
+
+
+def add_arguments(parser):
+    """Options of ``kuramoto``."""
+    parser.add_argument("--N", type=int, required=True, help="oscillators per system")
+    defaults = dict(width=[1.0], center=[0.0], kT=[0.0], g=[1.0])
+    for name, meta in PARAMETERS.items():
+        add_parameter(parser, name, meta["long_name"], default=defaults.get(name), required=name in ("K", "h"))
+    parser.add_argument("--steps", type=int, required=True, help="integration steps")
+    parser.add_argument("--sample-every", type=int, required=True, help="record r, psi and the density every N steps")
+    parser.add_argument("--realizations", type=int, default=1, help="independent systems per parameter point")
+    parser.add_argument("--frequencies", choices=DISTRIBUTIONS, default="lorentzian")
+    parser.add_argument("--sampling", choices=SAMPLINGS, default="random")
+    parser.add_argument("--initial", choices=INITIAL, default="uniform")
+    parser.add_argument("--bins", type=int, default=64, help="phase histogram bins")
+    commands.add_run_options(parser, "systems")
+
+
+def run(args):
+    """Run ``kuramoto``."""
+    kwargs = {k: values(getattr(args, k)) for k in PARAMETERS}
+    return kuramoto(N=args.N, steps=args.steps, sample_every=args.sample_every, realizations=args.realizations,
+                    frequencies=args.frequencies, sampling=args.sampling, initial=args.initial, bins=args.bins,
+                    **kwargs, **commands.run_options(args))
+
+
+def summary(ds, seconds, output):
+    """Oscillator-steps and rate, then the order parameter at the end per parameter point."""
+    work = ds.r.isel(time=0).size * int(ds.attrs["N"]) * int(ds.attrs["steps"])
+    commands.header(ds, seconds, work, "oscillator-steps", output)
+    commands.print_table(ds.r.isel(time=-1).mean("realization").rename("r at the end").to_dataset())
+
+
+def plot(ds, path):
+    """Phase density over time (seed 004, Fig. 4) of the first system."""
+    commands.use_agg()
+    from ...analysis.plots import plot_field, save
+
+    save(plot_field(ds.density / ds.attrs["N"], x="time", y="phase", cmap="viridis"), path)

@@ -1,0 +1,51 @@
+"""Subcommand ``langevin``."""
+
+from ...core import commands
+from ...core.commands import add_parameter, values
+from . import physics
+from .run import DTYPES, PARAMETERS, RECORDABLE, langevin
+
+
+def add_arguments(parser):
+    """Options of ``langevin``."""
+    defaults = dict(a=[0.0], w=[1.0], g=[1.0], f=[0.0], kT=[0.0], V0=[1.0])
+    for name, meta in PARAMETERS.items():
+        add_parameter(parser, name, meta["long_name"], default=defaults.get(name), required=name == "h")
+    parser.add_argument("--steps", type=int, required=True, help="integration steps per trajectory")
+    parser.add_argument("--realizations", type=int, required=True, help="trajectories per parameter point")
+    parser.add_argument("--transient", type=int, default=0, help="steps before the velocity average starts")
+    parser.add_argument("--sample-every", type=int, help="keep samples every N steps (a time dimension)")
+    parser.add_argument("--record", nargs="*", choices=RECORDABLE, help="what to sample (default: x and v)")
+    parser.add_argument("--histogram", type=int, nargs=2, metavar=("LO", "HI"),
+                        help="unit cells to count trajectories in")
+    parser.add_argument("--model", choices=physics.MODELS, default="underdamped")
+    parser.add_argument("--integrator", choices=physics.INTEGRATORS, default="srk2")
+    parser.add_argument("--start", choices=physics.STARTS, default="rest")
+    parser.add_argument("--dtype", choices=DTYPES, default="float32")
+    commands.add_run_options(parser, "realizations")
+
+
+def run(args):
+    """Run ``langevin``."""
+    kwargs = {k: values(getattr(args, k)) for k in PARAMETERS}
+    return langevin(steps=args.steps, realizations=args.realizations, transient=args.transient,
+                    sample_every=args.sample_every, record=args.record, histogram=args.histogram, model=args.model,
+                    integrator=args.integrator, start=args.start, dtype=args.dtype, **kwargs,
+                    **commands.run_options(args))
+
+
+def summary(ds, seconds, output):
+    """Steps and rate, then ``<<v>>`` per parameter point."""
+    commands.header(ds, seconds, ds.x_end.size * int(ds.attrs["steps"]), "steps", output)
+    commands.print_table(ds.langevin.velocity().rename(mean="<<v>>", stderr="<<v>> stderr"))
+
+
+def plot(ds, path):
+    """Coarse-grained density over time (seed 004, Fig. 2) if recorded, else <<v>> over the sweep."""
+    commands.use_agg()
+    from ...analysis.plots import plot_field, save
+
+    if "density" in ds and "time" in ds.density.dims:
+        save(plot_field(ds.langevin.density(), x="time", y="cell", cmap="viridis"), path)
+    else:
+        save(plot_field(ds.langevin.velocity()["mean"]), path)

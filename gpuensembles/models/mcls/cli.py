@@ -1,0 +1,93 @@
+"""Subcommand ``mc-solve``."""
+
+import numpy as np
+
+from ...core import commands
+from . import problems
+from .run import ESTIMATORS, METHODS, mc_solve
+
+#: Test matrices ``mc-solve --problem`` knows: builder and default size.
+PROBLEMS = {"laplacian-2d": (problems.laplacian_2d, 30), "shifted-laplacian-1d": (problems.shifted_laplacian_1d, 10**6)}
+
+
+def add_arguments(parser):
+    """Options of ``mc-solve``."""
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--problem", choices=sorted(PROBLEMS), help="a test matrix of seed 003")
+    source.add_argument("--matrix", metavar="FILE", help="A from a Matrix Market (.mtx) or scipy .npz file")
+    parser.add_argument("--size", type=int, help="grid side m (laplacian-2d, n = m^2; default 30) or n "
+                                                 "(shifted-laplacian-1d; default 1e6)")
+    parser.add_argument("--rhs", metavar="FILE", help="b from a .npy or .mtx file (default: all ones)")
+    parser.add_argument("--method", choices=METHODS, default="adjoint")
+    parser.add_argument("--estimator", choices=ESTIMATORS, default="collision")
+    parser.add_argument("--histories", type=float, required=True, help="random walks (total; per entry for forward)")
+    parser.add_argument("--weight-cutoff", type=float, default=1e-9, help="relative weight that ends a walk")
+    parser.add_argument("--max-steps", type=int, default=None, help="transitions after which a walk ends")
+    parser.add_argument("--batches", type=int, default=64, help="independent batches behind x_stderr")
+    parser.add_argument("--entries", type=int, nargs="+", metavar="I", help="rows to estimate (forward method)")
+    parser.add_argument("--force", action="store_true", help="run even if rho(H_hat) >= 1 (infinite variance)")
+    parser.add_argument("--tolerance", type=float, default=1e-10, help="mcsa: relative residual to reach")
+    parser.add_argument("--max-iterations", type=int, default=100, help="mcsa: most iterations")
+    commands.add_run_options(parser, "batches")
+
+
+def _system(args):
+    """``(A, b)`` from ``--problem``/``--size`` or ``--matrix``, and ``--rhs``."""
+    import scipy.io
+    import scipy.sparse
+
+    if args.problem:
+        build, default_size = PROBLEMS[args.problem]
+        A = build(args.size or default_size)
+    elif args.matrix.endswith(".npz"):
+        A = scipy.sparse.load_npz(args.matrix)
+    else:
+        A = scipy.io.mmread(args.matrix)
+    if args.rhs is None:
+        b = np.ones(A.shape[0])
+    elif args.rhs.endswith(".npy"):
+        b = np.load(args.rhs)
+    else:
+        b = np.asarray(scipy.io.mmread(args.rhs).todense() if args.rhs.endswith(".mtx") else np.loadtxt(args.rhs))
+    return A, np.asarray(b).ravel()
+
+
+def run(args):
+    """Run ``mc-solve``."""
+    if not float(args.histories).is_integer():
+        raise ValueError(f"histories must be an integer, got {args.histories!r}")
+    A, b = _system(args)
+    return mc_solve(A, b, method=args.method, histories=int(args.histories), weight_cutoff=args.weight_cutoff,
+                    max_steps=args.max_steps, estimator=args.estimator, entries=args.entries, batches=args.batches,
+                    force=args.force, tolerance=args.tolerance, max_iterations=args.max_iterations,
+                    **commands.run_options(args))
+
+
+def summary(ds, seconds, output):
+    """Histories, transitions and rate, spectral radii, then the error or the MCSA residual."""
+    transitions = int(ds.transitions)
+    commands.header(ds, seconds, transitions, "transitions", output)
+    print(f"{int(ds.histories):.3e} histories; n {ds.attrs['n']}, rho(H) {float(ds.rho_H):.6g}, "
+          f"rho(H_hat) {float(ds.rho_H_hat):.6g}, mean walk length {float(ds.mean_walk_length):.4g}")
+    residual = f"relative residual {float(ds.relative_residual):.3g}" if "relative_residual" in ds else ""
+    if "iteration" in ds.dims:
+        print(f"{residual} after {ds.sizes['iteration'] - 1} MCSA iterations")
+        return
+    rel = float(np.linalg.norm(ds.x_stderr) / np.linalg.norm(ds.x))
+    print(f"||x_stderr|| / ||x|| = {rel:.3g}" + (f", {residual}" if residual else ""))
+
+
+def plot(ds, path):
+    """Draw ``x`` with its error band over the rows into one PNG."""
+    commands.use_agg()
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    if "x_stderr" in ds:
+        ax.fill_between(ds.row, ds.x - 2 * ds.x_stderr, ds.x + 2 * ds.x_stderr, alpha=0.4, label="x +- 2 stderr")
+    ax.plot(ds.row, ds.x, lw=0.8, label="x (Monte Carlo)")
+    ax.set(xlabel="row", ylabel="x", title=ds.attrs["model"])
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

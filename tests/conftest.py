@@ -1,0 +1,50 @@
+"""Fixtures shared by the whole suite: the small cases the CUDA simulator and the CPU must agree on."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+HERE = Path(__file__).parent
+
+
+def _simulator_cases() -> dict:
+    """Keyword arguments of every run the CUDA simulator repeats, by name (JSON-serialisable)."""
+    langevin = dict(a=[0.0, 2.0], f=0.3, kT=0.5, g=2.0, h=0.01, steps=48, sample_every=12, histogram=[0, 1],
+                    realizations=5, seed=8, start="uniform", dtype="float64", progress=False)
+    # 18 oscillators leave a partial group of four; both coupling paths
+    kuramoto = {path: dict(N=18, h=0.02, steps=12, sample_every=4, kT=0.2, bins=8, realizations=2, seed=3,
+                           progress=False, **({"K": 2.0} if path == "mean-field" else
+                                              {"coupling": np.full((18, 18), 2.0 / 18).tolist()}))
+                for path in ("mean-field", "matrix")}
+    # the resident multi-spin kernel, the launched one (RESIDENT_MAX_L lowered to 0) and int8;
+    # L = 6 leaves a partial warp of words
+    ising = {path: dict(L=[4, 6], beta=[0.3, 0.5], sweeps=4, thermalization=1, measure_every=2, bins=2,
+                        realizations=3, series=True, snapshot=True, seed=7,
+                        kernel="int8" if path == "int8" else "multispin", progress=False)
+             for path in ("resident", "launched", "int8")}
+    # two values of p, a partial word of clones, runs that word 0 solves early (word 1 must
+    # then stop early) and runs censored at the timeout
+    xorsat = dict(N=24, instance_seed=4, p=[0.05, 0.5], clones=40, runs=2, timeout=12, seed=1, progress=False)
+    return {"langevin": langevin, "kuramoto": kuramoto, "ising": ising, "xorsat": xorsat}
+
+
+@pytest.fixture(scope="session")
+def simulator_cases() -> dict:
+    """The cases of :func:`simulated`, for the CPU side of the comparison."""
+    return _simulator_cases()
+
+
+@pytest.fixture(scope="session")
+def simulated(simulator_cases) -> dict:
+    """Results of ``tests/simulator_checks.py`` run under the CUDA simulator (a subprocess:
+    the simulator must be on before ``numba.cuda`` is first imported)."""
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=str(HERE.parent))
+    proc = subprocess.run([sys.executable, str(HERE / "simulator_checks.py"), json.dumps(simulator_cases)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout)

@@ -1,0 +1,124 @@
+"""Parameter broadcasting, chunking, laziness and determinism (CPU backend)."""
+
+import dask.array as da
+import numpy as np
+import pytest
+import xarray as xr
+
+import gpuensembles as ge
+from gpuensembles.core import engine
+
+from .. import raise_if_dask_computes
+
+CASE = dict(damping=1.0, gamma=0.5, h=0.01, model="overdamped", backend="cpu", max_steps=200_000)
+
+
+def run(**kw):
+    return ge.escape_times(**{**CASE, "D": [0.3, 0.5], "realizations": 40, "seed": 7, **kw})
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return run()
+
+
+def test_eager_by_default(reference):
+    assert isinstance(reference.steps.data, np.ndarray)
+    assert reference.steps.dims == ("D", "realization")
+    assert reference.escaped.all()
+
+
+@pytest.mark.parametrize("chunks", [1, 7, 40, {"realization": 13, "D": 1}, {"D": 1}])
+def test_same_seed_same_steps_for_any_chunking(reference, chunks):
+    lazy = run(chunks=chunks)
+    assert isinstance(lazy.steps.data, da.Array)
+    np.testing.assert_array_equal(lazy.steps.values, reference.steps.values)
+    xr.testing.assert_identical(lazy.escaped.compute(), reference.escaped)
+
+
+def test_dask_result_is_lazy_until_computed():
+    with raise_if_dask_computes():
+        ds = run(chunks=10)
+        stats = ds.fpt.mean()
+        survival = ds.fpt.survival(t=np.linspace(0, 50, 11))
+    assert stats["mean"].chunks is not None and survival.chunks is not None
+    with raise_if_dask_computes(max_computes=1):
+        stats.compute()
+
+
+def test_realization_subset_is_reproducible(reference):
+    # realization r has the same numbers whatever the ensemble size around it
+    small = run(realizations=9)
+    np.testing.assert_array_equal(small.steps.values, reference.steps.values[:, :9])
+
+
+def test_different_seeds_give_different_streams(reference):
+    other = run(seed=8)
+    assert (other.steps.values != reference.steps.values).mean() > 0.9
+
+
+def test_points_use_different_streams():
+    ds = run(D=[0.4], V0=[1.0, 1.0 + 1e-12])  # physically identical points, separate streams
+    a, b = ds.steps.isel(V0=0).values, ds.steps.isel(V0=1).values
+    assert (a != b).mean() > 0.9
+
+
+def test_worker_count_does_not_matter(reference):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        with distributed.Client(cluster):
+            ds = run()  # an active client makes the result lazy, chunked over workers
+            assert isinstance(ds.steps.data, da.Array)
+            assert ds.steps.data.numblocks[-1] > 1
+            np.testing.assert_array_equal(ds.steps.values, reference.steps.values)
+
+
+def test_array_parameters_become_dimensions_scalars_attrs(reference):
+    assert list(reference.D.values) == [0.3, 0.5]
+    assert reference.D.attrs["long_name"].startswith("noise intensity")
+    for name in ("damping", "gamma", "h", "V0"):
+        assert name not in reference.dims
+        assert name in reference.attrs
+
+
+def test_two_dimensional_sweep_order_and_shape():
+    ds = ge.escape_times(**{**CASE, "D": [0.3, 0.5, 0.7], "gamma": [0.4, 0.5], "realizations": 5, "seed": 1})
+    assert ds.steps.dims == ("gamma", "D", "realization")
+    assert ds.steps.shape == (2, 3, 5)
+
+
+def test_shared_dimension_zips_parameters():
+    case = xr.DataArray([0.3, 0.5], dims="case")
+    ds = ge.escape_times(**{**CASE, "D": case, "gamma": xr.DataArray([0.4, 0.5], dims="case"), "realizations": 4,
+                            "seed": 1})
+    assert ds.steps.dims == ("case", "realization")
+    assert ds.D.dims == ("case",) and list(ds.gamma.values) == [0.4, 0.5]
+    # a point of the zipped sweep equals the same point run alone with the same stream index
+    alone = ge.escape_times(**{**CASE, "D": [0.3, 0.9], "gamma": 0.4, "realizations": 4, "seed": 1})
+    np.testing.assert_array_equal(ds.steps.values[0], alone.steps.values[0])
+
+
+def test_history_and_provenance(reference):
+    attrs = reference.attrs
+    for key in ("gpuensembles_version", "model", "integrator", "seed", "rng", "backend", "device", "history", "dtype"):
+        assert key in attrs
+    assert attrs["seed"] == 7 and attrs["backend"] == "cpu"
+    assert "escape_times(" in attrs["history"] and "seed=7" in attrs["history"]
+    assert reference.realization.attrs["standard_name"] == "realization"
+    assert reference.realization.attrs["axis"] == "E"
+
+
+def test_seed_is_drawn_and_recorded_when_omitted():
+    ds = ge.escape_times(**{**CASE, "D": 0.5, "realizations": 3})
+    again = ge.escape_times(**{**CASE, "D": 0.5, "realizations": 3, "seed": int(ds.attrs["seed"])})
+    np.testing.assert_array_equal(ds.steps.values, again.steps.values)
+
+
+def test_normalize_chunks_splits_with_remainder(reference):
+    plan = engine.make_plan(
+        {"D": engine.as_parameter("D", [0.3, 0.5])}, realizations=10, seed=1, max_steps=10,
+        kernel=None, backend="cpu",
+    )
+    assert engine.normalize_chunks(plan, 4) == ((2,), (4, 4, 2))
+    assert engine.normalize_chunks(plan, {"D": 1, "realization": 20}) == ((1, 1), (10,))

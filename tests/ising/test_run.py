@@ -1,0 +1,157 @@
+"""2D Ising on the CPU backend: exact finite-L thermodynamics, both kernels, every storage
+layout, snapshots, determinism and input validation."""
+
+import numpy as np
+import pytest
+
+import gpuensembles as ge
+from gpuensembles.models.ising import kernels as lattices
+from gpuensembles.models.ising import physics as metropolis
+from gpuensembles.models.ising import run as ising_model
+from gpuensembles.models.ising import theory
+
+from .. import z_score
+
+BETAS = [0.3, 0.4, float(theory.ISING_BETA_C), 0.5]
+CPU = dict(backend="cpu", progress=False)
+
+
+def assert_matches_exact(ds):
+    exact = ds.ising.exact()
+    for name in ("energy", "specific_heat"):
+        est = getattr(ds.ising, name)()
+        z = z_score(est["mean"], est["stderr"], exact[name])
+        assert np.all(np.abs(z) < 4), (name, z.values)
+
+
+@pytest.mark.slow
+def test_multispin_energy_and_specific_heat_match_exact_finite_L():
+    # 4 bins of 1000 sweeps per chain, far longer than the energy's autocorrelation time
+    ds = ge.ising(L=[16, 32], beta=BETAS, sweeps=4000, thermalization=1000, realizations=64, bins=4, start="cold",
+                  seed=1, **CPU)
+    assert ds.attrs["layout"] == "L=16: replicas; L=32: replicas"
+    tau = ds.ising.autocorrelation_time(warn=False)
+    assert float(tau["mean"].max()) < 1000 / 20
+    assert_matches_exact(ds)
+
+
+def test_int8_matches_exact_finite_L():
+    assert_matches_exact(ge.ising(L=16, beta=BETAS, sweeps=3000, thermalization=500, realizations=32, bins=4,
+                                  start="cold", kernel="int8", seed=2, **CPU))
+
+
+@pytest.mark.parametrize("kernel", ["multispin", "int8"])
+def test_magnetization_and_binder_match_enumeration_at_L4(kernel):
+    L, betas = 4, np.array([0.2, 0.44, 0.7])
+    spins = 1 - 2 * ((np.arange(2 ** (L * L))[:, None] >> np.arange(L * L)) & 1)
+    s = spins.reshape(-1, L, L)
+    energy = -(s * np.roll(s, 1, 1) + s * np.roll(s, 1, 2)).sum((1, 2))
+    m = s.sum((1, 2)) / L**2
+    w = np.exp(-betas[:, None] * (energy - energy.min()))
+    w /= w.sum(1, keepdims=True)
+    abs_m, m2, m4 = (w * np.abs(m)).sum(1), (w * m**2).sum(1), (w * m**4).sum(1)
+    ds = ge.ising(L=L, beta=betas, sweeps=4000, realizations=32, bins=4, kernel=kernel, seed=3, **CPU)
+    est = ds.ising.magnetization()
+    assert np.all(np.abs(z_score(est["mean"], est["stderr"], abs_m)) < 4)
+    u = ds.ising.binder()
+    assert np.all(np.abs(z_score(u["mean"], u["stderr"], 1 - m4 / (3 * m2**2))) < 4)
+
+
+def test_acceptance_is_one_at_infinite_temperature_and_rare_when_cold():
+    ds = ge.ising(L=8, beta=[0.0, 2.0], sweeps=50, realizations=4, start="cold", seed=4, **CPU)
+    acc = ds.ising.acceptance()["mean"]
+    assert acc.sel(beta=0.0) > 1 - 1e-6  # accepted unless a 32-bit uniform hits the threshold exactly
+    assert acc.sel(beta=2.0) < 1e-3
+
+
+def _energy_and_magnetization(spins):
+    spins = spins.astype(float)
+    e = -(spins * np.roll(spins, 1, -1) + spins * np.roll(spins, 1, -2)).sum((-1, -2)) / spins[0].size
+    return e, spins.mean((-1, -2))
+
+
+@pytest.mark.parametrize("layout", ["replicas", "strips", "int8"])
+def test_snapshot_reproduces_the_last_measurement(monkeypatch, layout):
+    # Unpacking the stored bits and counting bonds must give what the kernel measured.
+    if layout == "strips":
+        monkeypatch.setattr(ising_model, "STRIPS_MIN_L", 64)
+    ds = ge.ising(L=64 if layout == "strips" else [6, 8], beta=[0.35, 0.6], sweeps=6, measure_every=3,
+                  realizations=3, series=True, snapshot=True, kernel="int8" if layout == "int8" else "multispin",
+                  seed=5, **CPU)
+    if layout == "strips":
+        assert ds.attrs["layout"] == "L=64: strips"
+        ds = ds.expand_dims("L")
+    for size in np.atleast_1d(ds.L.values):
+        one = ds.sel(L=size)
+        spins = one.snapshot.values[..., :size, :size]
+        assert set(np.unique(spins)) <= {-1, 1}
+        e, m = _energy_and_magnetization(spins.reshape(-1, size, size))
+        np.testing.assert_allclose(e, one.e.isel(sample=-1).values.ravel(), atol=1e-12)
+        np.testing.assert_allclose(m, one.m.isel(sample=-1).values.ravel(), atol=1e-12)
+
+
+@pytest.mark.parametrize("L", [8, 24])
+def test_int8_quads_as_words_match_site_by_site(L):
+    # S % 4 == 0: a quad is updated as one uint32 (byte-wise bit operations); it must give the
+    # site-by-site update's spins and flip counts bit for bit, in every group.
+    S, n_groups = L // 2, 3
+    rng = np.random.default_rng(L)
+    sites = (1 - 2 * rng.integers(0, 2, n_groups * 2 * L * S)).astype(np.int8)
+    words = sites.copy()
+    thr = np.stack(metropolis.thresholds(np.array([0.2, 0.44, 0.9])), axis=-1).ravel()
+    seed, key = np.uint32(9), metropolis.philox_key(L, metropolis.TAG_INT8)
+    flips = [0, 0]
+    for hs in range(6):
+        for g in range(n_groups):
+            for y in range(L):
+                for q in range(S // 4):
+                    args = (g * 2 * L * S, 2 * g, hs % 2, y, q, L, S, False, thr, seed, key, np.uint32(hs), g)
+                    flips[0] += lattices._update_quad_sites(sites, np.empty(0, np.uint32), *args)
+                    flips[1] += lattices._update_quad_words(words, words.view(np.uint32), *args)
+        np.testing.assert_array_equal(words, sites)
+    assert flips[0] == flips[1] > 0
+
+
+def test_same_seed_same_numbers_for_any_chunking_and_cpu_mode(monkeypatch):
+    kw = dict(L=[6, 16], beta=np.linspace(0.3, 0.5, 5), sweeps=20, realizations=10, series=True, seed=6, **CPU)
+    whole = ge.ising(**kw)
+    chunked = ge.ising(chunks=1, **kw)
+    assert chunked.bin_e.chunks is not None
+    monkeypatch.setattr(lattices, "_MIN_ITEMS_PER_HALF_SWEEP", 0)  # threads take items, not groups
+    monkeypatch.setattr(lattices.numba.config, "NUMBA_NUM_THREADS", 10**6)
+    items = ge.ising(**kw)
+    for name in whole.data_vars:
+        np.testing.assert_array_equal(chunked[name].values, whole[name].values)
+        np.testing.assert_array_equal(items[name].values, whole[name].values)
+    assert not np.array_equal(ge.ising(**{**kw, "seed": 7}).e.values, whole.e.values)
+
+
+def test_scalar_parameters_stay_scalar_coordinates_and_round_trip(tmp_path):
+    ds = ge.ising(L=8, beta=0.4, sweeps=10, realizations=2, seed=8, **CPU)
+    assert "L" not in ds.dims and "beta" not in ds.dims and int(ds.L) == 8
+    assert ds.attrs["seed"] == 8 and "ising(" in ds.attrs["history"]
+    ds.to_netcdf(tmp_path / "ising.nc")
+    back = ge.open_dataset(tmp_path / "ising.nc")
+    np.testing.assert_array_equal(back.bin_e.values, ds.bin_e.values)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(L=7), "L must be even"),
+    (dict(L=0), "L must be even"),
+    (dict(L=[8, 8]), "repeated"),
+    (dict(L=2.5), "L must be even"),
+    (dict(beta=-0.1), "beta must lie in"),
+    (dict(beta=np.nan), "beta must be finite"),
+    (dict(sweeps=10, measure_every=3), "multiple of measure_every"),
+    (dict(sweeps=0), "sweeps must be an integer >= 1"),
+    (dict(bins=11), "bins must be at most"),
+    (dict(start="warm"), "start must be one of"),
+    (dict(kernel="int16"), "kernel must be one of"),
+    (dict(realizations=0), "realizations must be"),
+    (dict(thermalization=-1), "thermalization must be"),
+    (dict(backend="tpu"), "backend must be one of"),
+])
+def test_bad_input_is_refused_before_running(kwargs, match):
+    kw = dict(L=8, beta=0.4, sweeps=10, realizations=2, **CPU)
+    with pytest.raises(ValueError, match=match):
+        ge.ising(**{**kw, **kwargs})

@@ -1,0 +1,151 @@
+"""The ``.fpt`` analysis on synthetic data with known answers (no simulation needed)."""
+
+import math
+
+import dask.array as da
+import numpy as np
+import pytest
+import xarray as xr
+
+from gpuensembles.analysis import first_passage as fpt
+
+from .. import raise_if_dask_computes, z_score
+
+
+def synthetic(tau=(2.0, 5.0), n=20_000, censor=None, seed=0, chunks=None):
+    """Exponential passage times with means ``tau`` along D, as an escape_times-like Dataset."""
+    rng = np.random.default_rng(seed)
+    t = rng.exponential(np.asarray(tau)[:, None], size=(len(tau), n))
+    h = 1e-3
+    steps = np.ceil(t / h).astype(np.int64)
+    escaped = np.ones_like(steps, dtype=bool)
+    if censor is not None:
+        max_steps = int(censor / h)
+        escaped = steps <= max_steps
+        steps = np.minimum(steps, max_steps)
+    times = np.where(escaped, steps * h, np.nan)
+    ds = xr.Dataset(
+        {"escape_time": (("D", "realization"), times, {"units": "1"}), "escaped": (("D", "realization"), escaped),
+         "steps": (("D", "realization"), steps)},
+        coords={"D": [0.1, 0.2], "realization": np.arange(n)},
+        attrs={"h": h},
+    )
+    return ds.chunk({"realization": chunks}) if chunks else ds
+
+
+def test_mean_and_stderr_of_exponential_samples():
+    stats = synthetic().fpt.mean()
+    for tau, m, se, n in zip((2.0, 5.0), stats["mean"].values, stats["stderr"].values, stats["n"].values):
+        assert se == pytest.approx(tau / math.sqrt(n), rel=0.05)  # sd of an exponential is its mean
+        assert abs(z_score(m, se, tau + 0.5e-3)) < 4  # ceil to whole steps adds h/2 on average
+
+
+def test_mean_with_censoring():
+    ds = synthetic(censor=6.0)
+    stats = ds.fpt.mean()
+    assert np.isnan(stats["mean"]).all() and (stats["n_censored"] > 0).all()
+    dropped = ds.fpt.mean(censored="drop")
+    # conditional mean of an exponential truncated at c: tau - c / (exp(c / tau) - 1)
+    for tau, m, se in zip((2.0, 5.0), dropped["mean"].values, dropped["stderr"].values):
+        assert abs(z_score(m, se, tau - 6.0 / math.expm1(6.0 / tau) + 0.5e-3)) < 4
+    with pytest.raises(ValueError, match="censored"):
+        ds.fpt.mean(censored="ignore")
+
+
+def test_survival_matches_exponential_law_and_stops_at_censoring():
+    n = 20_000
+    t = np.linspace(0.0, 8.0, 17)
+    s = synthetic(n=n, censor=6.0).fpt.survival(t=t)
+    assert s.dims == ("D", "time")
+    for tau, row in zip((2.0, 5.0), s.values):
+        known = t < 6.0
+        expected = np.exp(-(np.floor(t / 1e-3 + 1e-9) * 1e-3) / tau)  # P(ceil(T/h) h > t)
+        sigma = np.sqrt(expected * (1 - expected) / n)
+        assert np.all(np.abs(row[known] - expected[known]) <= 4 * sigma[known] + 1e-12)
+        assert np.isnan(row[~known]).all()
+
+
+def test_cdf_is_one_minus_survival():
+    ds = synthetic(n=500)
+    t = np.linspace(0, 10, 11)
+    xr.testing.assert_allclose(ds.fpt.cdf(t=t), 1 - ds.fpt.survival(t=t))
+    assert ds.fpt.survival().sizes["time"] == 201  # default grid on eager data
+
+
+def test_analysis_stays_lazy_on_dask_data():
+    ds = synthetic(n=1000, chunks=100)
+    with raise_if_dask_computes():
+        stats = ds.fpt.mean()
+        s = ds.fpt.survival(t=np.linspace(0, 5, 6))
+    assert isinstance(stats["mean"].data, da.Array) and isinstance(s.data, da.Array)
+    xr.testing.assert_allclose(stats.compute(), synthetic(n=1000).fpt.mean())
+    with pytest.raises(ValueError, match="pass t="):
+        ds.fpt.survival()
+
+
+@pytest.mark.parametrize("form, prefactor", [("arrhenius", 0.0), ("kramers", -1.0), ("power", 0.7)])
+def test_kramers_fit_recovers_the_slope(form, prefactor):
+    rng = np.random.default_rng(1)
+    D = np.linspace(0.004, 0.012, 6)
+    slope = 0.0342
+    mean = np.exp(2.0 + slope / D + prefactor * np.log(D))
+    rel = 0.01
+    noisy = mean * (1 + rel * rng.standard_normal(D.size))
+    m = xr.DataArray(noisy, dims="D", coords={"D": D})
+    fit = fpt.kramers_fit(m, m * rel, dim="D", form=form)
+    assert abs(z_score(float(fit.slope), float(fit.slope_stderr), slope)) < 4
+    assert fit.fit.dims == ("D",)
+
+
+def test_kramers_fit_input_checks():
+    m = xr.DataArray([1.0, 2.0], dims="D", coords={"D": [0.1, 0.2]})
+    with pytest.raises(ValueError, match="form"):
+        fpt.kramers_fit(m, m * 0.1, form="eyring")
+    with pytest.raises(ValueError, match="more than 3 points"):
+        fpt.kramers_fit(m, m * 0.1, form="power")
+    with pytest.raises(ValueError, match="along 'D' only"):
+        fpt.kramers_fit(m.expand_dims(gamma=[0.5]), m * 0.1)
+
+
+def _fd_sample(n, a, b, gamma_dot, seed):
+    """Switching biases for the rate a exp(b gamma) under a ramp from 0: inverse transform of
+    P(g) = 1 - exp(-(a / (b gamma_dot)) (exp(b g) - 1))."""
+    u = np.random.default_rng(seed).random(n)
+    return np.log1p(-np.log1p(-u) * b * gamma_dot / a) / b
+
+
+def test_rate_from_histogram_recovers_the_rate():
+    a, b, gamma_dot = 1e-6, 25.0, 1e-4
+    sample = xr.DataArray(_fd_sample(50_000, a, b, gamma_dot, seed=3), dims="realization")
+    r = fpt.rate_from_histogram(sample, gamma_dot, bins=30)
+    ok = (r["count"] > 200).values  # well-populated bins, away from the last, empty-ish ones
+    expected = a * np.exp(b * r.gamma.values[ok])
+    # a bin's rate is the rate at an effective point within it; allow the spread across the bin
+    spread = expected * (np.exp(b * np.diff(r.gamma.values).mean() / 2) - 1)
+    deviation = np.abs(r["rate"].values[ok] - expected)
+    assert np.all(deviation < 4 * r["rate_stderr"].values[ok] + spread)
+    with pytest.raises(ValueError, match="single parameter point"):
+        fpt.rate_from_histogram(sample.expand_dims(D=[1.0]), gamma_dot)
+
+
+def test_ks_compare_accepts_the_true_cdf_and_rejects_a_wrong_one():
+    a, b, gamma_dot = 1e-6, 25.0, 1e-4
+    sample = xr.DataArray(_fd_sample(5000, a, b, gamma_dot, seed=4), dims="realization")
+
+    def cdf(g, a=a):
+        return -np.expm1(-(a / (b * gamma_dot)) * np.expm1(b * np.asarray(g)))
+
+    good = fpt.ks_compare(sample, cdf)
+    bad = fpt.ks_compare(sample, lambda g: cdf(g, a=1.3 * a))
+    assert float(good.ks_pvalue) > 0.01 and float(bad.ks_pvalue) < 0.01
+    assert float(np.abs(good.difference).max()) == pytest.approx(float(good.ks_statistic), abs=2e-3)
+
+
+def test_quasipotential_is_exact_for_eq13_data():
+    damping, barrier = 0.05, 0.685
+    D = np.linspace(0.004, 0.012, 5)
+    theta = D / damping
+    m = xr.DataArray(3.0 / theta * np.exp(barrier / theta), dims="D", coords={"D": D})
+    q = fpt.quasipotential(m, 0.01 * m, damping)
+    np.testing.assert_allclose(q.barrier.values, barrier, rtol=1e-12)
+    assert q.barrier_stderr.dims == ("inverse_theta",)
