@@ -1,8 +1,22 @@
-"""The asv benchmarks and the report script, run once at small size (CPU) so they cannot rot."""
+"""The asv benchmarks and the report script, run once at small size (CPU) so they cannot rot.
+
+These check that each benchmark runs and returns a finite figure with its unit, never a
+timing: a rate differenced from two tiny timed calls is noise and may come out negative.
+"""
+
+import math
 
 import pytest
 
 from benchmarks import bench_escape_times, bench_switching, report
+
+
+def figure(track, *args, unit):
+    """Call an asv ``track_*`` method once; check that it gives a finite float in ``unit``."""
+    value = track(*args)
+    assert isinstance(value, float) and math.isfinite(value), value
+    assert track.unit == unit
+    return value
 
 
 def test_track_functions_return_rates():
@@ -11,11 +25,10 @@ def test_track_functions_return_rates():
     sizes = dict(bench_escape_times.SIZES)
     bench_escape_times.SIZES["cpu"] = 64
     try:
-        rate = bench.track_steps_per_second("cpu", "float32")
-        baseline = bench_escape_times.NaiveBaselines().track_numpy_vectorised()
+        figure(bench.track_steps_per_second, "cpu", "float32", unit="steps/s")
+        figure(bench_escape_times.NaiveBaselines().track_numpy_vectorised, unit="steps/s")
     finally:
         bench_escape_times.SIZES.update(sizes)
-    assert rate > 0 and baseline > 0
 
 
 def test_cuda_benchmarks_skip_cleanly_without_gpu():
@@ -36,7 +49,8 @@ def test_report_quick(capsys):
 def test_switching_benchmarks_run_small():
     bench = bench_switching.SwitchingCPU()
     bench.realizations, bench.numpy_realizations = 16, 4  # 4e5 steps each
-    assert bench.track_steps_per_second() > 0 and bench.track_numpy_vectorised() > 0
+    figure(bench.track_steps_per_second, unit="steps/s")
+    figure(bench.track_numpy_vectorised, unit="steps/s")
     gpu = bench_switching.SwitchingThroughput()
     if bench_escape_times.gpu_available():
         gpu.setup(1 << 20)
@@ -51,7 +65,7 @@ def test_mcls_benchmarks_run_small(capsys):
     bench = bench_mcls.CPUThroughput()
     bench.histories = 2000
     bench.setup()
-    assert bench.track_transitions_per_second() > 0
+    figure(bench.track_transitions_per_second, unit="transitions/s")
     seed_case = bench_mcls.SeedCase()
     if bench_escape_times.gpu_available():
         seed_case.setup()
@@ -69,7 +83,7 @@ def test_ising_benchmarks_run_small(monkeypatch):
     monkeypatch.setitem(bench_ising.CPU_CASES, "ensemble, 64x64", ("multispin", 64, 2, 32, 40))
     bench = bench_ising.IsingThroughput()
     bench.setup("cpu", "ensemble, 64x64")
-    assert bench.track_flips_per_ns("cpu", "ensemble, 64x64") > 0
+    figure(bench.track_flips_per_ns, "cpu", "ensemble, 64x64", unit="flips/ns")
     with pytest.raises(NotImplementedError):  # GPU-sized cases are not run on the CPU
         bench.setup("cpu", "multispin, one lattice")
 
@@ -80,7 +94,7 @@ def test_xorsat_benchmarks_run_small(monkeypatch, capsys):
     monkeypatch.setitem(bench_xorsat.THROUGHPUT, "cpu", (256, 2**8, 16))
     bench = bench_xorsat.XorsatThroughput()
     bench.setup("cpu")
-    assert bench.track_updates_per_ns("cpu") > 0
+    figure(bench.track_updates_per_ns, "cpu", unit="updates/ns")
     monkeypatch.setitem(bench_xorsat.QUICK, "growth", {24: (2, 2), 30: (2, 2)})
     bench_xorsat.main(["--quick", "--only", "growth"])
     assert "growth: ln tau" in capsys.readouterr().out
