@@ -88,7 +88,7 @@ def test_cli_chunks_and_store_resume(tmp_path, capsys):
             "--realizations", "40", "--chunks", "10", "--store", str(tmp_path / "run"), "--backend", "cpu",
             "--no-progress"]
     cli.main(args + ["-o", str(tmp_path / "a.nc")])
-    assert len(list((tmp_path / "run").glob("chunk-*.nc"))) == 4
+    assert len(list((tmp_path / "run").glob("chunk-*.json"))) == 4
     cli.main(args + ["-o", str(tmp_path / "b.nc")])  # no --seed: the store's seed is reused
     a, b = ge.open_dataset(tmp_path / "a.nc"), ge.open_dataset(tmp_path / "b.nc")
     np.testing.assert_array_equal(a.steps.values, b.steps.values)

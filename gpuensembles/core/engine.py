@@ -274,7 +274,10 @@ def execute(plan: Plan, chunks=None, progress="auto", store=None):
         meta = np.empty((0,) * len(plan.dims), np.int64)
         return da.map_blocks(_dask_block, plan, chunk_store, chunks=dask_chunks, dtype=np.int64, meta=meta)
     if chunk_store is not None:
-        return _run_eager_store(plan, chunk_store, progress)
+        try:
+            return _run_eager_store(plan, chunk_store, progress)
+        finally:
+            chunk_store.release()
     return _run_eager(plan, progress)
 
 

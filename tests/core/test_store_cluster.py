@@ -30,10 +30,11 @@ def reference():
 def test_store_resumes_bit_identically(reference, tmp_path, monkeypatch):
     first = run(store=tmp_path, chunks=None)
     np.testing.assert_array_equal(first.steps.values, reference.steps.values)
-    chunks = sorted(tmp_path.glob("chunk-*.nc"))
+    chunks = sorted(tmp_path.glob("chunk-*.json"))
     assert len(chunks) == math.ceil(40 / math.ceil(40 / engine.STORE_CHUNKS))  # chunks of 3 realizations
     for lost in chunks[::3]:  # as if the run had been killed before these finished
         lost.unlink()
+        lost.with_suffix(".npy").unlink()
     ran = []
     original = engine.run_block
     monkeypatch.setattr(engine, "run_block", lambda plan, loc, **kw: ran.append(loc) or original(plan, loc, **kw))
@@ -44,9 +45,9 @@ def test_store_resumes_bit_identically(reference, tmp_path, monkeypatch):
 
 def test_store_with_dask_chunks(reference, tmp_path):
     lazy = run(store=tmp_path, chunks={"realization": 7, "D": 1})
-    assert len(list(tmp_path.glob("chunk-*.nc"))) == 0  # nothing runs before compute
+    assert len(list(tmp_path.glob("chunk-*.json"))) == 0  # nothing runs before compute
     np.testing.assert_array_equal(lazy.steps.values, reference.steps.values)
-    assert len(list(tmp_path.glob("chunk-*.nc"))) == 2 * 6
+    assert len(list(tmp_path.glob("chunk-*.json"))) == 2 * 6
 
 
 def test_store_without_seed_resumes_with_the_recorded_one(tmp_path):
@@ -103,11 +104,11 @@ def test_sigkill_and_rerun_gives_the_same_result(reference, tmp_path):
     """)
     proc = subprocess.Popen([sys.executable, "-c", script])
     deadline = time.time() + 120
-    while not list(tmp_path.glob("chunk-*.nc")) and time.time() < deadline and proc.poll() is None:
+    while not list(tmp_path.glob("chunk-*.json")) and time.time() < deadline and proc.poll() is None:
         time.sleep(0.002)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    done = len(list(tmp_path.glob("chunk-*.nc")))
+    done = len(list(tmp_path.glob("chunk-*.json")))
     assert 1 <= done < engine.STORE_CHUNKS, done  # killed mid-run
     resumed = ge.escape_times(**kw, store=tmp_path)
     fresh = ge.escape_times(**kw)
