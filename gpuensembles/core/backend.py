@@ -35,7 +35,7 @@ def _patch_numpy_for_numba_cuda():
     exactly ``np.vstack``) is harmless and only done where it is missing.
     """
     if not hasattr(np, "row_stack"):
-        np.vstack = np.vstack
+        np.row_stack = np.vstack  # noqa: NPY201  (the removed alias itself is what numba-cuda needs)
 
 
 cuda = None
