@@ -47,17 +47,22 @@ def escape(model, dtype):
     return {"steps": ds.steps.values.tolist(), "escaped": ds.escaped.values.tolist(), "device": ds.attrs["device"]}
 
 
-def mcls(method):
-    # 16 bins fit in shared memory; with the limit lowered they take the global-memory tally path
+def mcls(method, estimator):
+    # 16 bins fit in shared memory; with the limit lowered they take the global-memory tally path.
+    # The eager GPU path reduces over the batches on the device; keep_batches takes the host path.
     out = {}
-    for path, limit in (("shared", walks._WALK_SHARED_BYTES), ("global", 64)):
+    shared = walks._WALK_SHARED_BYTES
+    for path, limit in (("shared", shared), ("global", 64)):
         walks._WALK_SHARED_BYTES = limit
         A = ge.mcls.problems.shifted_laplacian_1d(16, shift=0.3)
         b = np.cos(np.arange(16))
         kw = dict(method=method, histories=24, batches=3, seed=5, weight_cutoff=1e-4, progress=False,
-                  entries=None if method == "adjoint" else [0, 3, 15])
-        ds = ge.mc_solve(A, b, backend="cuda", **kw)
-        out[path] = {"x": ds.x.values.tolist(), "transitions": int(ds.transitions), "device": ds.attrs["device"]}
+                  estimator=estimator, entries=None if method == "adjoint" else [0, 3, 15])
+        for reduction, keep in (("device", False), ("host", True)):
+            ds = ge.mc_solve(A, b, backend="cuda", keep_batches=keep, **kw)
+            out[f"{path}-{reduction}"] = {"x": ds.x.values.tolist(), "x_stderr": ds.x_stderr.values.tolist(),
+                                          "transitions": int(ds.transitions), "device": ds.attrs["device"]}
+    walks._WALK_SHARED_BYTES = shared
     return out
 
 
@@ -93,7 +98,10 @@ def xorsat():
 
 
 if __name__ == "__main__":
-    result = {"draws": draws(), "mcls-adjoint": mcls("adjoint"), "mcls-forward": mcls("forward")}
+    result = {"draws": draws()}
+    for method in ("adjoint", "forward"):
+        for estimator in ("collision", "expected"):
+            result[f"mcls-{method}-{estimator}"] = mcls(method, estimator)
     for model, integrator in (("underdamped", "srk2"), ("overdamped", "srk2"), ("underdamped", "euler")):
         result[f"langevin-{model}-{integrator}"] = langevin(model, integrator)
     for path in CASES["kuramoto"]:

@@ -29,15 +29,21 @@ def test_simulator_escape_steps_equal_cpu(simulated, model, dtype):
 
 
 @pytest.mark.parametrize("method", ["adjoint", "forward"])
+@pytest.mark.parametrize("estimator", ["collision", "expected"])
 @pytest.mark.parametrize("path", ["shared", "global"])
-def test_simulator_walks_equal_cpu_walks(simulated, method, path):
+@pytest.mark.parametrize("reduction", ["device", "host"])
+def test_simulator_walks_equal_cpu_walks(simulated, method, estimator, path, reduction):
     A = ge.mcls.problems.shifted_laplacian_1d(16, shift=0.3)
     cpu = ge.mc_solve(A, np.cos(np.arange(16)), method=method, histories=24, batches=3, seed=5, weight_cutoff=1e-4,
-                      entries=None if method == "adjoint" else [0, 3, 15], backend="cpu", progress=False)
-    sim = simulated[f"mcls-{method}"][path]
+                      estimator=estimator, entries=None if method == "adjoint" else [0, 3, 15], backend="cpu",
+                      progress=False)
+    sim = simulated[f"mcls-{method}-{estimator}"][f"{path}-{reduction}"]
     assert sim["device"] == "CUDA simulator"
     assert sim["transitions"] == int(cpu.transitions)  # the same walks
-    np.testing.assert_allclose(sim["x"], cpu.x.values, rtol=1e-12, atol=1e-15)  # atomics add in another order
+    # atomics add in another order; the batch spread then agrees to rounding as well
+    np.testing.assert_allclose(sim["x"], cpu.x.values, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(sim["x_stderr"], cpu.x_stderr.values, rtol=1e-9, atol=1e-15)
+    assert np.all(cpu.x_stderr.values > 0)  # the spread is exercised, not zero
 
 
 LANGEVIN_VARIANTS = [("underdamped", "srk2"), ("overdamped", "srk2"), ("underdamped", "euler")]

@@ -116,7 +116,8 @@ def walk_runner(kernel: WalkKernel, backend: str):
     The CPU runner gives each batch to one thread, so its sums are bit-identical for any
     chunking. The CUDA runner adds with atomics (in shared memory when the bins fit), so
     its sums agree to float64 rounding; the walks themselves (and ``out[:, -1]``) are
-    identical.
+    identical. The CUDA runner also has ``run.reduced(...)``, which reduces the batch
+    tallies to a mean and a spread on the device, so that only two vectors leave it.
     """
     return build_for(backend, kernel, _cpu_walks, _cuda_walks)
 
@@ -216,10 +217,43 @@ def _cuda_walks(kernel):
                 if local[t] != 0.0:
                     cuda.atomic.add(out, (b, t), local[t])
 
-    def run(chain, sources, per_source, score, first, size, seed, stream, cutoff, max_steps, out):
-        n_batches, width = out.shape
-        if n_batches == 0:
-            return
+    @cuda.jit(device=True)
+    def batch_value(tallies, counts, base, m_indptr, m_indices, m_data, has_matrix, b, i):
+        """Batch ``b``'s estimate of row ``i``: ``counts[b] base[i] + (M @ tallies[b])[i]`` (M = I if none)."""
+        if has_matrix:
+            acc = 0.0
+            for e in range(m_indptr[i], m_indptr[i + 1]):
+                acc += m_data[e] * tallies[b, m_indices[e]]
+        else:
+            acc = tallies[b, i]
+        return counts[b] * base[i] + acc
+
+    @cuda.jit
+    def reduce_kernel(tallies, counts, total, base, m_indptr, m_indices, m_data, has_matrix, x, spread, transitions):
+        # One thread per row, batches in order: x = sum_b y_b / total and
+        # spread = sum_b (y_b - counts_b x)^2, as the host computes them from the tallies.
+        i = cuda.grid(1)
+        n_batches, nbins = tallies.shape[0], tallies.shape[1] - 1
+        if i == 0:
+            t = 0.0
+            for b in range(n_batches):
+                t += tallies[b, nbins]
+            transitions[0] = t
+        if i < nbins:
+            acc = 0.0
+            for b in range(n_batches):
+                acc += batch_value(tallies, counts, base, m_indptr, m_indices, m_data, has_matrix, b, i)
+            mean = acc / total
+            sq = 0.0
+            for b in range(n_batches):
+                d = batch_value(tallies, counts, base, m_indptr, m_indices, m_data, has_matrix, b, i) - counts[b] * mean
+                sq += d * d
+            x[i] = mean
+            spread[i] = sq
+
+    def launch_walks(chain, sources, per_source, score, first, size, seed, stream, cutoff, max_steps, shape):
+        """Run the walks into a zeroed device array of ``shape``; return it and the stream (not synchronized)."""
+        n_batches, width = shape
         shared_bytes = 8 * (width - 1)
         shared = shared_bytes <= _WALK_SHARED_BYTES
         if simulating_cuda():
@@ -234,7 +268,7 @@ def _cuda_walks(kernel):
             blocks_per_batch = min(blocks_per_batch, max(1, -(-int(size.max()) // threads)))
         with out_of_memory_as_memory_error(f"{n_batches} batches of {width - 1} bins"):
             args = [cuda.to_device(np.ascontiguousarray(a)) for a in (*chain, *sources, per_source, score, first, size)]
-            d_out = device_zeros(out.shape, np.float64)
+            d_out = device_zeros(shape, np.float64)
             counters = device_zeros(n_batches, np.int64)
         launch_stream = cuda.stream()
         with warnings.catch_warnings():
@@ -242,8 +276,50 @@ def _cuda_walks(kernel):
             walk_kernel[n_batches * blocks_per_batch, threads, launch_stream, shared_bytes if shared else 0](
                 *args, np.uint32(seed), np.uint32(stream), np.float64(cutoff), np.int64(max_steps),
                 np.int64(blocks_per_batch), shared, d_out, counters)
+        return d_out, launch_stream
+
+    def run(chain, sources, per_source, score, first, size, seed, stream, cutoff, max_steps, out):
+        if out.shape[0] == 0:
+            return
+        d_out, launch_stream = launch_walks(chain, sources, per_source, score, first, size, seed, stream, cutoff,
+                                            max_steps, out.shape)
         d_out.copy_to_host(out, stream=launch_stream)
         launch_stream.synchronize()
 
+    def reduced(chain, sources, per_source, score, first, size, seed, stream, cutoff, max_steps, width, counts, base,
+                matrix=None):
+        """Run the walks of every batch and reduce over the batches on the device.
+
+        Batch ``b``'s estimate of row ``i`` is ``y_b[i] = counts[b] base[i] + (M @ T_b)[i]``
+        with ``T_b`` its tallies and ``M`` the CSR ``matrix = (indptr, indices, data)``
+        (the identity when None). Returns ``(x, spread, transitions)``: ``x = sum_b y_b /
+        sum_b counts[b]``, ``spread = sum_b (y_b - counts[b] x)^2`` (float64 arrays of
+        ``width - 1`` rows) and the transitions of all walks. Only these leave the device.
+        """
+        n_batches = size.size
+        nbins = width - 1
+        d_out, launch_stream = launch_walks(chain, sources, per_source, score, first, size, seed, stream, cutoff,
+                                            max_steps, (n_batches, width))
+        has_matrix = matrix is not None
+        m_indptr, m_indices, m_data = matrix if has_matrix else (np.zeros(1, np.int64), np.zeros(1, np.int32),
+                                                                  np.zeros(1))
+        with out_of_memory_as_memory_error(f"the reduction of {n_batches} batches of {nbins} bins"):
+            d_in = [cuda.to_device(np.ascontiguousarray(a), stream=launch_stream)
+                    for a in (np.asarray(counts, np.float64), np.asarray(base, np.float64), m_indptr, m_indices,
+                              m_data)]
+            d_x, d_spread = cuda.device_array(nbins, np.float64), cuda.device_array(nbins, np.float64)
+            d_transitions = cuda.device_array(1, np.float64)
+        threads = 8 if simulating_cuda() else 256
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", numba.core.errors.NumbaPerformanceWarning)
+            reduce_kernel[max(1, -(-nbins // threads)), threads, launch_stream](
+                d_out, d_in[0], np.float64(np.sum(counts)), d_in[1], d_in[2], d_in[3], d_in[4], has_matrix, d_x,
+                d_spread, d_transitions)
+        x, spread, transitions = d_x.copy_to_host(stream=launch_stream), d_spread.copy_to_host(stream=launch_stream), \
+            d_transitions.copy_to_host(stream=launch_stream)
+        launch_stream.synchronize()
+        return x, spread, float(transitions[0])
+
+    run.reduced = reduced
     run.kernel = walk_kernel
     return run

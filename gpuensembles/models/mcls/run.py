@@ -132,6 +132,8 @@ def mc_solve(A, b, method: Method = "adjoint", histories=1_000_000, *, weight_cu
         ds.update(_diagnostics(problem, ds.attrs.pop("transitions"), ds.attrs.pop("walks")))
         ds["row"].attrs.update(ROW_ATTRS)
         ds["relative_residual"].attrs.update(RESIDUAL_ATTRS)
+    elif resolved == "cuda" and not keep_batches:  # reduce over the batches on the device
+        ds = _dataset(problem, *problem.run_reduced())
     else:
         ds = _assemble(problem, run(problem), keep_batches)
     ran = (resolved, _backend.device_name(resolved)) if resolved else (backend, "resolved on each dask worker")
@@ -205,6 +207,20 @@ class _Problem:
             else:
                 out[:, :-1] += counts * self.f[self.rows]
         return out
+
+
+    def run_reduced(self) -> tuple:
+        """``(x, spread, transitions)`` of all batches, reduced on the GPU (see :func:`_assemble`)."""
+        runner = walk_runner(KERNELS[self.walk], "cuda")
+        counts = self.per_batch.astype(np.float64)
+        matrix, base = None, np.zeros(self.rows.size)
+        if self.estimator == "expected":
+            if self.walk == "adjoint":
+                matrix, base = (self.H.indptr, self.H.indices, self.H.data), self.f
+            else:
+                base = self.f[self.rows]
+        return runner.reduced(self.table, self.sources, self.per_batch, self.score, self.first, self.size, self.seed,
+                              self.stream, self.cutoff, self.max_steps, self.width, counts, base, matrix)
 
 
 @numba.njit(parallel=True)
@@ -322,6 +338,18 @@ def _assemble(problem: _Problem, raw, keep_batches: bool) -> xr.Dataset:
     tallies, transitions = raw[:, :-1], raw[:, -1].sum()
     x = tallies.sum(axis=0) / total
     spread = ((tallies - counts[:, None] * x) ** 2).sum(axis=0)
+    ds = _dataset(problem, x, spread, transitions)
+    if keep_batches:
+        ds["x_batch"] = (("batch", "row"), tallies / counts[:, None],
+                         {"long_name": "estimate of x from one batch of histories"})
+        ds = ds.assign_coords(batch=("batch", np.arange(counts.size), {"long_name": "batch of histories",
+                                                                     "units": "1"}))
+    return ds
+
+
+def _dataset(problem: _Problem, x, spread, transitions) -> xr.Dataset:
+    """``x``, its standard error from the batch ``spread``, and the diagnostics, as a Dataset."""
+    total = problem.per_batch.sum()
     stderr = (spread * problem.per_batch.size / (problem.per_batch.size - 1)) ** 0.5 / total
     ds = xr.Dataset(
         {
@@ -333,11 +361,6 @@ def _assemble(problem: _Problem, raw, keep_batches: bool) -> xr.Dataset:
     )
     if problem.rows.size == problem.n:
         ds["relative_residual"] = ((), _residual(problem, x), RESIDUAL_ATTRS)
-    if keep_batches:
-        ds["x_batch"] = (("batch", "row"), tallies / counts[:, None],
-                         {"long_name": "estimate of x from one batch of histories"})
-        ds = ds.assign_coords(batch=("batch", np.arange(counts.size), {"long_name": "batch of histories",
-                                                                     "units": "1"}))
     return ds
 
 
