@@ -15,7 +15,8 @@ Long runs lose no accuracy: the position is kept as an integer winding count plu
 float in ``[-1/2, 1/2)``, so ``cos(2 pi x)`` is only ever evaluated on ``[-pi, pi)``
 (where fast hardware ``cos`` is accurate), and the drive phase ``w t mod 2 pi`` is
 recomputed in float64 from the int64 step count every four steps instead of being
-accumulated (seed 004, Sect. 5).
+accumulated (seed 004, Sect. 5); within the four steps the drive phasor is turned by
+``w h`` per step with two multiply-adds.
 
 All functions are allocation-free ``numba.jit`` functions shared by the CPU and CUDA
 targets through :class:`gpuensembles.TrajectoryKernel`. A parameter row is
@@ -66,6 +67,8 @@ def kernel(model: str, integrator: str, start: str, dtype: str):
             w * h / (2.0 * math.pi),  # float64: drive cycles per step
             F(w * h),  # drive phase per step
             kT,
+            F(math.cos(w * h)),  # rotation of the drive phasor by one step
+            F(math.sin(w * h)),
         )
 
     @jit
@@ -104,28 +107,59 @@ def kernel(model: str, integrator: str, start: str, dtype: str):
             if not overdamped:
                 v = F(math.sqrt(coef[8]) * rng.normals4_f64(seed, stream, realization, START_DRAW + 1)[0])
         base = drive_phase(coef, 0)
-        z = F(0.0)
-        # (k, winding, xi, v, -cos(w t_k), phase at the block start, four normals)
-        return np.int64(0), np.int64(0), xi, v, -math.cos(base) * one, base, z, z, z, z
+        z0, z1, z2, z3 = normals4(seed, stream, realization, 0)
+        # (k, winding, xi, v, cos and sin of the drive phase at step k, the normals of
+        # Philox block k >> 2 -- always drawn one block ahead of their use)
+        return np.int64(0), np.int64(0), xi, v, math.cos(base) * one, math.sin(base) * one, z0, z1, z2, z3
+
+    @jit
+    def wrapped(xi, wind):
+        """``xi`` back in ``[-1/2, 1/2)``, whole periods moved to the winding count."""
+        if xi >= half or xi < -half:
+            turns = math.floor(xi + half)
+            return xi - F(turns), wind + np.int64(turns)
+        return xi, wind
+
+    @jit
+    def one_step(coef, xi, v, wind, c, s_, z):
+        """Step from phasor ``(c, s_)`` (drive ``-c``): the new state and the next phasor."""
+        c1 = c * coef[9] - s_ * coef[10]
+        s1 = s_ * coef[9] + c * coef[10]
+        xi, v = step(coef, xi, v, -c, -c1, z)
+        xi, wind = wrapped(xi, wind)
+        return xi, v, wind, c1, s1
 
     @jit
     def advance(state, coef, n, seed, stream, realization):
-        k, wind, xi, v, drive0, base, z0, z1, z2, z3 = state
-        for _ in range(n):
+        # Four steps per Philox block of normals; the next block is drawn before the four
+        # steps are integrated (straight-line code the GPU overlaps with the integration).
+        # The drive phasor turns by w h per step (two FMAs, no cos) and is reset in
+        # float64 from the int64 step count at every block start, so it never drifts.
+        k, wind, xi, v, c, s_, z0, z1, z2, z3 = state
+        end = k + n
+        while k < end and (k & 3) != 0:  # finish a block begun in an earlier segment
             j = k & 3
-            if j == 0:  # a new block of four normals and a fresh float64 drive phase
-                z0, z1, z2, z3 = normals4(seed, stream, realization, k >> 2)
-                base = drive_phase(coef, k)
-            z = z0 if j == 0 else (z1 if j == 1 else (z2 if j == 2 else z3))
-            drive1 = -math.cos(base + F(j + 1) * coef[7]) * one
-            xi, v = step(coef, xi, v, drive0, drive1, z)
-            if xi >= half or xi < -half:  # keep xi in [-1/2, 1/2): whole periods go to the winding count
-                turns = math.floor(xi + half)
-                xi -= F(turns)
-                wind += np.int64(turns)
-            drive0 = drive1
+            xi, v, wind, c, s_ = one_step(coef, xi, v, wind, c, s_, z1 if j == 1 else (z2 if j == 2 else z3))
             k += 1
-        return k, wind, xi, v, drive0, base, z0, z1, z2, z3
+            if (k & 3) == 0:
+                base = drive_phase(coef, k)
+                c, s_ = math.cos(base) * one, math.sin(base) * one
+                z0, z1, z2, z3 = normals4(seed, stream, realization, k >> 2)
+        while k + 4 <= end:
+            n0, n1, n2, n3 = normals4(seed, stream, realization, (k >> 2) + 1)
+            base = drive_phase(coef, k + 4)
+            xi, v, wind, c, s_ = one_step(coef, xi, v, wind, c, s_, z0)
+            xi, v, wind, c, s_ = one_step(coef, xi, v, wind, c, s_, z1)
+            xi, v, wind, c, s_ = one_step(coef, xi, v, wind, c, s_, z2)
+            xi, v, wind, c, s_ = one_step(coef, xi, v, wind, c, s_, z3)
+            c, s_ = math.cos(base) * one, math.sin(base) * one
+            z0, z1, z2, z3 = n0, n1, n2, n3
+            k += 4
+        while k < end:  # the start of a block this segment does not finish
+            j = k & 3
+            xi, v, wind, c, s_ = one_step(coef, xi, v, wind, c, s_, z0 if j == 0 else (z1 if j == 1 else z2))
+            k += 1
+        return k, wind, xi, v, c, s_, z0, z1, z2, z3
 
     @jit
     def observe(state):
