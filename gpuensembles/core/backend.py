@@ -119,6 +119,32 @@ def device_name(backend: str) -> str:
     return f"CPU ({numba.config.NUMBA_NUM_THREADS} threads, numba {numba.__version__})"
 
 
+#: Register caps (``max_registers``) of kernels whose occupancy a cap raises by more than
+#: its spills cost, by kernel name; measured on an H200 (see docs/performance.rst).
+REGISTER_LIMITS: dict = {"mean_field": 64}
+
+
+def kernel_options(name: str) -> dict:
+    """Extra ``cuda.jit`` options of kernel ``name``: its register cap, if it has one.
+
+    The CUDA simulator takes no such options, so it gets none.
+
+    Parameters
+    ----------
+    name : str
+        The kernel's key in :data:`REGISTER_LIMITS`.
+
+    Returns
+    -------
+    dict
+        Keyword arguments for ``cuda.jit``.
+    """
+    limit = REGISTER_LIMITS.get(name)
+    if limit is None or simulating_cuda():
+        return {}
+    return {"max_registers": int(limit)}
+
+
 def build_for(backend, kernel, cpu_template, cuda_template):
     """Apply the template of a resolved backend to ``kernel``."""
     if backend == "cpu":

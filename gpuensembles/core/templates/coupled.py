@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from ..backend import bind_cuda, build_for, out_of_memory_as_memory_error, simulating_cuda
+from ..backend import bind_cuda, build_for, kernel_options, out_of_memory_as_memory_error, simulating_cuda
 
 cuda = None  # numba.cuda once a CUDA template is built (see bind_cuda)
 
@@ -197,7 +197,7 @@ def _cuda_mean_field(kernel):
             b += partials[buf, 1, q]
         return block_sum(sh, a, b)
 
-    @cuda.jit(fastmath=True)
+    @cuda.jit(fastmath=True, **kernel_options("mean_field"))
     def mean_field_kernel(x, omega, kn, h_g, s, steps, every, seed, stream, rid, partials, r, psi, hist):
         grid = cuda.cg.this_grid()
         sh = cuda.shared.array((2, threads), dtype=numba.float64)

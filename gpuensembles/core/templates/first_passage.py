@@ -12,6 +12,7 @@ from ..backend import (
     bind_cuda,
     build_for,
     identity,
+    kernel_options,
     out_of_memory_as_memory_error,
     poll_counter,
     simulating_cuda,
@@ -99,7 +100,7 @@ def _cuda_first_passage(kernel):
     prepare, init, advance = kernel.prepare, kernel.init, kernel.advance
     readable = simulator_copy if simulating_cuda() else identity
 
-    @cuda.jit(fastmath=True)
+    @cuda.jit(fastmath=True, **kernel_options("first_passage"))
     def run_kernel(params, streams, rid0, seed, max_steps, out, counter):
         # Persistent threads: a lane that finishes a realization takes the next one
         # from a global atomic counter, so a warp never idles behind its slowest lane.

@@ -15,7 +15,15 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from ..backend import bind_cuda, build_for, identity, out_of_memory_as_memory_error, simulating_cuda, simulator_copy
+from ..backend import (
+    bind_cuda,
+    build_for,
+    identity,
+    kernel_options,
+    out_of_memory_as_memory_error,
+    simulating_cuda,
+    simulator_copy,
+)
 
 cuda = None  # numba.cuda once a CUDA template is built (see bind_cuda)
 
@@ -161,7 +169,7 @@ def _cuda_trajectories(kernel):
 
     run_one = cuda.jit(device=True)(_trajectory_source(kernel)(add_count))
 
-    @cuda.jit(fastmath=True)
+    @cuda.jit(fastmath=True, **kernel_options("trajectory"))
     def trajectory_kernel(params, streams, rid0, seed, every, segments, transient, hist_all, lo, n_cells, final, xs,
                           vs, hist):
         # One lane per trajectory; neighbouring lanes share a parameter point, so a warp

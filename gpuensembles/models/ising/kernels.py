@@ -26,7 +26,14 @@ import warnings
 import numba
 import numpy as np
 
-from ...core.backend import bind_cuda, identity, out_of_memory_as_memory_error, simulating_cuda, simulator_view
+from ...core.backend import (
+    bind_cuda,
+    identity,
+    kernel_options,
+    out_of_memory_as_memory_error,
+    simulating_cuda,
+    simulator_view,
+)
 from . import physics as metropolis
 
 cuda = None  # numba.cuda once a CUDA template is built (see bind_cuda)
@@ -307,6 +314,7 @@ def cuda_runner(kind: str):
         return update if sim else cuda.jit(device=True)(update.py_func)
 
     stride = metropolis.THRESHOLD_STRIDE[kind]
+    table_size = metropolis.THRESHOLD_STRIDE["multispin"]  # a compile-time constant for shared arrays
     per_thread = _ITEMS_PER_THREAD[kind]
     lane_count = _lane_count_device()
     buf_size = 1024 if simulating_cuda() else 1
@@ -325,7 +333,7 @@ def cuda_runner(kind: str):
     def half_sweep_kernel(update):
         # int8 has two: four sites per uint32 (S % 4 == 0) and site by site. The first alone
         # needs 32 registers (both in one kernel 48): 2048 threads fit on a multiprocessor, not 1280.
-        @cuda.jit
+        @cuda.jit(**kernel_options("half_sweep"))
         def half_sweep(lattice, words, thr, c, row, g0, n_groups, L, S, strips, seed, key, hs, group0, count, counts):
             # Grid (items of a row / (32 K), L / R, groups), blocks (32, R) (R = _BLOCK_ROWS): a
             # warp takes K = per_thread stretches of 32 items of a row.
@@ -333,8 +341,8 @@ def cuda_runner(kind: str):
             lattice, words, thr = view(lattice), view(words), view(thr)
             y = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
             g = g0 + cuda.blockIdx.z
-            if multispin:  # 64 bit planes, read bit-serially: shared memory
-                table = cuda.shared.array(64, dtype=numba.uint32)
+            if multispin:  # bit planes read bit-serially and lane thresholds: shared memory
+                table = cuda.shared.array(table_size, dtype=numba.uint32)
                 load_thresholds(table, thr, g, n_groups)
                 tbase = 0
             else:  # two thresholds: straight from global memory, no barrier
@@ -400,7 +408,7 @@ def cuda_runner(kind: str):
         sh = cuda.shared.array(0, dtype=numba.uint32)
         tally = cuda.shared.array((_COUNTS, 32), dtype=numba.int32)
         buf = cuda.shared.array(buf_size, dtype=numba.uint32)
-        planes = cuda.shared.array(64, dtype=numba.uint32)
+        planes = cuda.shared.array(table_size, dtype=numba.uint32)
         thr, bins, series = view(thr), view(bins), view(series)
         g = cuda.blockIdx.x
         tid = cuda.threadIdx.x
