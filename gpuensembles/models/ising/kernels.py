@@ -314,7 +314,6 @@ def cuda_runner(kind: str):
         return update if sim else cuda.jit(device=True)(update.py_func)
 
     stride = metropolis.THRESHOLD_STRIDE[kind]
-    table_size = metropolis.THRESHOLD_STRIDE["multispin"]  # a compile-time constant for shared arrays
     per_thread = _ITEMS_PER_THREAD[kind]
     lane_count = _lane_count_device()
     buf_size = 1024 if simulating_cuda() else 1
@@ -341,8 +340,8 @@ def cuda_runner(kind: str):
             lattice, words, thr = view(lattice), view(words), view(thr)
             y = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
             g = g0 + cuda.blockIdx.z
-            if multispin:  # bit planes read bit-serially and lane thresholds: shared memory
-                table = cuda.shared.array(table_size, dtype=numba.uint32)
+            if multispin:  # 64 bit planes, read bit-serially: shared memory
+                table = cuda.shared.array(64, dtype=numba.uint32)
                 load_thresholds(table, thr, g, n_groups)
                 tbase = 0
             else:  # two thresholds: straight from global memory, no barrier
@@ -408,7 +407,7 @@ def cuda_runner(kind: str):
         sh = cuda.shared.array(0, dtype=numba.uint32)
         tally = cuda.shared.array((_COUNTS, 32), dtype=numba.int32)
         buf = cuda.shared.array(buf_size, dtype=numba.uint32)
-        planes = cuda.shared.array(table_size, dtype=numba.uint32)
+        planes = cuda.shared.array(64, dtype=numba.uint32)
         thr, bins, series = view(thr), view(bins), view(series)
         g = cuda.blockIdx.x
         tid = cuda.threadIdx.x

@@ -26,15 +26,11 @@ neighbours are sites ``h`` of rows ``y +- 1`` and sites ``h`` and ``h + 1`` (whe
 Acceptance is exact Metropolis to 2^-32: a move that raises the energy by ``dE`` (4 or 8)
 is accepted when a fresh uniform 32-bit integer ``U < P = floor(2^32 exp(-beta dE))``.
 The multi-spin kernel makes that comparison for its 32 lanes at once, bit-serially from
-the most significant bit, for the first four bits: word ``k`` of one Philox block supplies
-bit ``31 - k`` of every lane's own ``U``, and a lane is decided at the first bit where
-``U`` and ``P`` differ (15 lanes in 16 are decided by then). A lane still undecided takes
-the other 28 bits of its ``U`` from a word of its own (the undecided lanes of a word, in
-lane order, use the words of Philox blocks 1, 2, ...) and compares them with the low 28
-bits of its ``P`` in one step. Every lane thus compares its own independent 32-bit uniform
-with ``P``, exactly as the int8 kernel does: no random bit ever feeds two decisions. A
-word costs one Philox block, plus one more when any of its lanes is still undecided
-(about two thirds of the words), where a purely bit-serial comparison needed about three.
+the most significant bit: word ``k`` of the random stream supplies bit ``k`` of every
+lane's own ``U``, a lane is decided at the first bit where ``U`` and ``P`` differ, and
+the loop stops once every lane is decided (on average after two bits per lane; at most
+32). Every lane thus compares its own independent 32-bit uniform with ``P``, exactly as
+the int8 kernel does: no random bit ever feeds two decisions.
 
 Randomness: Philox4x32-10 with key ``(seed, L | tag << 28)`` and counter ``(half-sweep,
 block, site, group)``; a lattice's numbers depend only on the seed, ``L``, its group and
@@ -60,14 +56,9 @@ _LAST = np.uint32(31)
 TAG_MULTISPIN, TAG_MULTISPIN_START, TAG_INT8, TAG_INT8_START = 0, 1, 2, 3
 #: Half-sweep counter value reserved for the random initial configuration.
 START_COUNTER = 0xFFFFFFFF
-#: Values per group of the threshold table: 32 bit planes for dE = 4 and 32 for dE = 8,
-#: then the 32 lanes' own thresholds for dE = 4 and for dE = 8 (multi-spin), or the two
-#: thresholds themselves (int8).
-THRESHOLD_STRIDE = {"multispin": 128, "int8": 2}
-#: Leading bits of ``U`` compared bit-serially (one Philox block: four words of 32 lanes).
-_SERIAL_BITS = 4
-_LOW_BITS = np.uint32(0x0FFFFFFF)  # the 28 bits compared per lane
-_FOUR = np.uint32(4)
+#: Values per group of the threshold table: 32 bit planes for dE = 4 and 32 for dE = 8
+#: (multi-spin), or the two thresholds themselves (int8).
+THRESHOLD_STRIDE = {"multispin": 64, "int8": 2}
 
 
 def philox_key(L: int, tag: int) -> np.uint32:
@@ -86,17 +77,6 @@ def thresholds(beta) -> tuple:
         p = np.floor(np.exp(-beta * dE) * 2.0**32)
         out.append(np.minimum(p, 2.0**32 - 1).astype(np.uint32))
     return tuple(out)
-
-
-def threshold_table(p4: np.ndarray, p8: np.ndarray) -> np.ndarray:
-    """The multi-spin threshold table of one group of up to 32 lanes (``THRESHOLD_STRIDE`` values).
-
-    Bit planes of the lanes' ``P4`` and ``P8`` (see :func:`bit_planes`), then the lanes'
-    ``P4`` and ``P8`` themselves (missing lanes count as 0).
-    """
-    own4, own8 = np.zeros(32, dtype=np.uint32), np.zeros(32, dtype=np.uint32)
-    own4[:len(p4)], own8[:len(p8)] = p4, p8
-    return np.concatenate([bit_planes(own4), bit_planes(own8), own4, own8])
 
 
 def bit_planes(p: np.ndarray) -> np.ndarray:
@@ -208,61 +188,22 @@ def _compare_bit(undecided, accepted, r, t):
 
 
 @jit
-def _lane_of(bit):
-    """Index of the single set bit of ``bit`` (a branch-free binary search)."""
-    i = _I(0)
-    if bit & _I(0xFFFF0000):
-        i += _I(16)
-    if bit & _I(0xFF00FF00):
-        i += _I(8)
-    if bit & _I(0xF0F0F0F0):
-        i += _I(4)
-    if bit & _I(0xCCCCCCCC):
-        i += _I(2)
-    if bit & _I(0xAAAAAAAA):
-        i += _I(1)
-    return i
-
-
-@jit
-def _settle_lane(undecided, accepted, dE4, thr, tbase, w):
-    """Compare the lowest undecided lane's low 28 bits of ``U`` (``w >> 4``) with its ``P``."""
-    bit = np.uint32(undecided & (np.uint32(undecided ^ ALL_ONES) + _ONE))
-    lane = _lane_of(bit)
-    p = thr[_U(tbase + 64 + lane)] if dE4 & bit else thr[_U(tbase + 96 + lane)]
-    if np.uint32(w >> _FOUR) < np.uint32(p & _LOW_BITS):
-        accepted = np.uint32(accepted | bit)
-    return np.uint32(undecided ^ bit), accepted
-
-
-@jit
 def accept_lanes(dE4, dE8, thr, tbase, seed, key, half_sweep, site, group):
     """Lanes of ``dE4 | dE8`` whose own 32-bit uniform falls below their threshold.
 
     ``thr[tbase + k]`` / ``thr[tbase + 32 + k]`` are bit plane ``k`` (from the most
-    significant bit) of the lanes' thresholds for dE = 4 / 8, ``thr[tbase + 64 + l]`` /
-    ``thr[tbase + 96 + l]`` lane ``l``'s thresholds (see :func:`threshold_table`).
+    significant bit) of the lanes' thresholds for dE = 4 / 8.
     """
     undecided = np.uint32(dE4 | dE8)
-    if undecided == 0:
-        return np.uint32(0)
     accepted = np.uint32(0)
-    r0, r1, r2, r3 = philox4x32(half_sweep, 0, site, group, seed, key)
-    k = _U(tbase)
-    undecided, accepted = _compare_bit(undecided, accepted, r0, (thr[k] & dE4) | (thr[k + _U(32)] & dE8))
-    undecided, accepted = _compare_bit(undecided, accepted, r1, (thr[k + _U(1)] & dE4) | (thr[k + _U(33)] & dE8))
-    undecided, accepted = _compare_bit(undecided, accepted, r2, (thr[k + _U(2)] & dE4) | (thr[k + _U(34)] & dE8))
-    undecided, accepted = _compare_bit(undecided, accepted, r3, (thr[k + _U(3)] & dE4) | (thr[k + _U(35)] & dE8))
-    block = 1
-    while undecided != 0:  # the rest of each undecided lane's U: a word of its own
-        w0, w1, w2, w3 = philox4x32(half_sweep, block, site, group, seed, key)
-        undecided, accepted = _settle_lane(undecided, accepted, dE4, thr, tbase, w0)
-        if undecided != 0:
-            undecided, accepted = _settle_lane(undecided, accepted, dE4, thr, tbase, w1)
-        if undecided != 0:
-            undecided, accepted = _settle_lane(undecided, accepted, dE4, thr, tbase, w2)
-        if undecided != 0:
-            undecided, accepted = _settle_lane(undecided, accepted, dE4, thr, tbase, w3)
+    block = 0
+    while undecided != 0 and block < 8:
+        r0, r1, r2, r3 = philox4x32(half_sweep, block, site, group, seed, key)
+        k = _U(tbase + 4 * block)
+        undecided, accepted = _compare_bit(undecided, accepted, r0, (thr[k] & dE4) | (thr[k + _U(32)] & dE8))
+        undecided, accepted = _compare_bit(undecided, accepted, r1, (thr[k + _U(1)] & dE4) | (thr[k + _U(33)] & dE8))
+        undecided, accepted = _compare_bit(undecided, accepted, r2, (thr[k + _U(2)] & dE4) | (thr[k + _U(34)] & dE8))
+        undecided, accepted = _compare_bit(undecided, accepted, r3, (thr[k + _U(3)] & dE4) | (thr[k + _U(35)] & dE8))
         block += 1
     return accepted
 

@@ -207,8 +207,11 @@ class _Setup:
             layout, S, spg, span = ("strips", L // 64, 1, 32) if strips else ("replicas", L // 2, 32, 1)
             lanes = np.repeat(np.arange(n_systems), span) if strips else np.arange(n_systems)
             groups = -(-lanes.size // 32)
-            thr = np.concatenate([metropolis.threshold_table(p4[lanes[g * 32:(g + 1) * 32]],
-                                                             p8[lanes[g * 32:(g + 1) * 32]])
+            padded4 = np.zeros(groups * 32, np.uint32)
+            padded8 = np.zeros(groups * 32, np.uint32)
+            padded4[:lanes.size], padded8[:lanes.size] = p4[lanes], p8[lanes]
+            thr = np.concatenate([np.concatenate([metropolis.bit_planes(padded4[g * 32:(g + 1) * 32]),
+                                                  metropolis.bit_planes(padded8[g * 32:(g + 1) * 32])])
                                   for g in range(groups)])
         tags = (metropolis.TAG_INT8, metropolis.TAG_INT8_START) if kernel == "int8" else (
             metropolis.TAG_MULTISPIN, metropolis.TAG_MULTISPIN_START)
