@@ -173,21 +173,10 @@ def _cuda_walks(kernel):
         else:
             cuda.atomic.add(out, (b, bin_), value)
 
-    @cuda.jit
-    def walk_kernel(indptr, indices, cdf, factor, src_cdf, src_state, src_weight, per_source, score, first, size,
-                    seed, stream, cutoff, max_steps, blocks_per_batch, shared, out, counters):
-        # Persistent threads per batch: the blocks of batch b take its walks from
-        # counters[b], so a lane whose walk ends starts the next one at once (walk lengths
-        # vary by orders of magnitude). Tallies go to a per-block copy in shared memory.
-        local = cuda.shared.array(0, dtype=numba.float64)
-        nbins = out.shape[1] - 1
-        b = cuda.blockIdx.x // blocks_per_batch
-        if shared:
-            for t in range(cuda.threadIdx.x, nbins, cuda.blockDim.x):
-                local[t] = 0.0
-            cuda.syncthreads()
-        indptr, indices, cdf, factor = readable(indptr), readable(indices), readable(cdf), readable(factor)
-        src_cdf, src_state, src_weight = readable(src_cdf), readable(src_state), readable(src_weight)
+    @cuda.jit(device=True)
+    def walk_batch(indptr, indices, cdf, factor, src_cdf, src_state, src_weight, per_source, score, first, size,
+                   seed, stream, cutoff, max_steps, shared, out, counters, local, b, nbins):
+        """This thread's share of the walks of batch ``b``."""
         n_walks = size[b]
         k = cuda.atomic.add(counters, b, 1)
         words = (np.uint32(0), np.uint32(0), np.uint32(0), np.uint32(0))
@@ -210,12 +199,37 @@ def _cuda_walks(kernel):
                     i, w, wcut, bin_ = begin(src_cdf, src_state, src_weight, per_source[b], k, seed, stream,
                                              first[b] + k, cutoff)
                     step, acc = 0, 0.0
-        cuda.atomic.add(out, (b, nbins), np.float64(transitions))
+        if transitions:
+            cuda.atomic.add(out, (b, nbins), np.float64(transitions))
+
+    @cuda.jit
+    def walk_kernel(indptr, indices, cdf, factor, src_cdf, src_state, src_weight, per_source, score, first, size,
+                    seed, stream, cutoff, max_steps, blocks_per_batch, shared, out, counters):
+        # Persistent threads: the blocks working on batch b take its walks from counters[b],
+        # so a lane whose walk ends starts the next one at once (walk lengths vary by orders
+        # of magnitude). With shared-memory tallies each block keeps to one batch; with
+        # global ones every block goes through the batches in order, so the tallies being
+        # added to at any moment (about two batches) stay in L2 instead of all of them.
+        local = cuda.shared.array(0, dtype=numba.float64)
+        nbins = out.shape[1] - 1
+        if shared:
+            b_first = cuda.blockIdx.x // blocks_per_batch
+            b_stop = b_first + 1
+            for t in range(cuda.threadIdx.x, nbins, cuda.blockDim.x):
+                local[t] = 0.0
+            cuda.syncthreads()
+        else:
+            b_first, b_stop = 0, out.shape[0]
+        indptr, indices, cdf, factor = readable(indptr), readable(indices), readable(cdf), readable(factor)
+        src_cdf, src_state, src_weight = readable(src_cdf), readable(src_state), readable(src_weight)
+        for b in range(b_first, b_stop):
+            walk_batch(indptr, indices, cdf, factor, src_cdf, src_state, src_weight, per_source, score, first, size,
+                       seed, stream, cutoff, max_steps, shared, out, counters, local, b, nbins)
         if shared:
             cuda.syncthreads()
             for t in range(cuda.threadIdx.x, nbins, cuda.blockDim.x):
                 if local[t] != 0.0:
-                    cuda.atomic.add(out, (b, t), local[t])
+                    cuda.atomic.add(out, (b_first, t), local[t])
 
     @cuda.jit(device=True)
     def batch_value(tallies, counts, base, m_indptr, m_indices, m_data, has_matrix, b, i):
@@ -266,6 +280,9 @@ def _cuda_walks(kernel):
                 per_sm = max(1, min(per_sm, device.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR // (shared_bytes + 1024)))
             blocks_per_batch = max(1, -(-device.MULTIPROCESSOR_COUNT * per_sm // n_batches))
             blocks_per_batch = min(blocks_per_batch, max(1, -(-int(size.max()) // threads)))
+        # global tallies: every block goes through all batches (see walk_kernel)
+        grid = n_batches * blocks_per_batch if shared else max(1, min(n_batches * blocks_per_batch,
+                                                                       -(-int(size.sum()) // threads)))
         with out_of_memory_as_memory_error(f"{n_batches} batches of {width - 1} bins"):
             args = [cuda.to_device(np.ascontiguousarray(a)) for a in (*chain, *sources, per_source, score, first, size)]
             d_out = device_zeros(shape, np.float64)
@@ -273,7 +290,7 @@ def _cuda_walks(kernel):
         launch_stream = cuda.stream()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", numba.core.errors.NumbaPerformanceWarning)
-            walk_kernel[n_batches * blocks_per_batch, threads, launch_stream, shared_bytes if shared else 0](
+            walk_kernel[grid, threads, launch_stream, shared_bytes if shared else 0](
                 *args, np.uint32(seed), np.uint32(stream), np.float64(cutoff), np.int64(max_steps),
                 np.int64(blocks_per_batch), shared, d_out, counters)
         return d_out, launch_stream

@@ -25,7 +25,7 @@ from ...core.backend import Backend, Progress
 from ...core.templates.walks import walk_runner
 from . import mcsa
 from .physics import KERNELS
-from .splitting import Radius, check_system, jacobi, spectral_radius, transition_table, variance_matrix
+from .splitting import Radius, check_system, splitting
 
 Method = Literal["adjoint", "forward", "mcsa"]
 Estimator = Literal["collision", "expected"]
@@ -256,10 +256,9 @@ def _make_problem(A, b, method, histories, weight_cutoff, max_steps, estimator, 
     rows = _check_entries(entries, n, method)
     seed = engine.check_seed(seed)
 
-    H, f = jacobi(A, b)
-    M = H if method == "forward" else sp.csr_array(H.T)
-    rho_H = spectral_radius(H)
-    rho_H_hat = spectral_radius(variance_matrix(M), nonnegative=True)
+    split = splitting(A, "forward" if method == "forward" else "adjoint")
+    H, f = split.H, b / A.diagonal()
+    rho_H, rho_H_hat = split.rho_H, split.rho_H_hat
     _check_convergence(rho_H, rho_H_hat, force, steps, cutoff)
 
     per_batch = np.full(batches, histories // batches, dtype=np.int64)
@@ -270,7 +269,7 @@ def _make_problem(A, b, method, histories, weight_cutoff, max_steps, estimator, 
         sources = (np.ones(1), rows.astype(np.int32), np.ones(rows.size))
         score, size = (f if estimator == "collision" else H @ f), per_batch * rows.size
     first = np.concatenate(([0], np.cumsum(size)[:-1])).astype(np.int64)
-    return _Problem(method, estimator, A, b, H, f, transition_table(M).arrays, sources, score, rows, per_batch,
+    return _Problem(method, estimator, A, b, H, f, split.table, sources, score, rows, per_batch,
                     first, size.astype(np.int64), cutoff, steps, seed, _STREAM[method], backend, rho_H, rho_H_hat)
 
 

@@ -10,6 +10,8 @@ felt). The estimator's variance is finite only if ``rho(M_hat) < 1`` with
 ``M_hat_ij = M_ij^2 / P_ij``; the series itself converges only if ``rho(H) < 1``.
 """
 
+import hashlib
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numba
@@ -57,6 +59,57 @@ def check_system(A, b):
         raise ValueError(f"A must have a nonzero diagonal for the Jacobi splitting; rows {zero[:10].tolist()} "
                          f"{'(and more) ' if zero.size > 10 else ''}have A_ii = 0")
     return A, b
+
+
+@dataclass(frozen=True)
+class Splitting:
+    """What the walks need of ``A`` alone (not of ``b``): built once per matrix and method.
+
+    Attributes
+    ----------
+    H : scipy.sparse.csr_array
+        The Jacobi iteration matrix ``I - D^-1 A``.
+    M : scipy.sparse.csr_array
+        ``H`` (forward walks) or ``H^T`` (adjoint walks).
+    table : tuple
+        ``transition_table(M).arrays``.
+    rho_H, rho_H_hat : Radius
+        Spectral radii of ``H`` and of the variance matrix of ``M``.
+    """
+
+    H: sp.csr_array
+    M: sp.csr_array
+    table: tuple
+    rho_H: "Radius"
+    rho_H_hat: "Radius"
+
+
+_SPLITTINGS: OrderedDict = OrderedDict()
+_KEEP_SPLITTINGS = 2  # a few matrices of 1e6 rows: kept while a script repeats its solves
+
+
+def splitting(A, walk: str) -> Splitting:
+    """The :class:`Splitting` of a checked CSR ``A`` for ``walk`` ("forward" or "adjoint").
+
+    The last two are kept, keyed by a BLAKE2 digest of ``A``'s CSR arrays: repeated solves
+    with one matrix (new right-hand sides, more histories, MCSA iterations) skip the
+    splitting and the spectral radii, which for ``n = 1e6`` cost more than the walks.
+    """
+    digest = hashlib.blake2b(digest_size=20)
+    for array in (np.asarray(A.shape), A.indptr, A.indices, A.data):
+        digest.update(np.ascontiguousarray(array).view(np.uint8))
+    key = (digest.hexdigest(), walk)
+    if key in _SPLITTINGS:
+        _SPLITTINGS.move_to_end(key)
+        return _SPLITTINGS[key]
+    H, _ = jacobi(A, np.ones(A.shape[0]))
+    M = H if walk == "forward" else sp.csr_array(H.T)
+    found = Splitting(H, M, transition_table(M).arrays, spectral_radius(H),
+                      spectral_radius(variance_matrix(M), nonnegative=True))
+    _SPLITTINGS[key] = found
+    while len(_SPLITTINGS) > _KEEP_SPLITTINGS:
+        _SPLITTINGS.popitem(last=False)
+    return found
 
 
 def jacobi(A, b):
