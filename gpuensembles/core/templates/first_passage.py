@@ -1,7 +1,6 @@
 """First-passage ensembles: persistent-thread CUDA kernel and parallel CPU loop."""
 
 import functools
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -11,7 +10,9 @@ import numpy as np
 from ..backend import (
     bind_cuda,
     build_for,
+    cached,
     identity,
+    launching,
     out_of_memory_as_memory_error,
     poll_counter,
     simulating_cuda,
@@ -69,11 +70,13 @@ def first_passage_runner(kernel: FirstPassageKernel, backend: str):
 def _cpu_first_passage(kernel):
     prepare, init, advance = kernel.prepare, kernel.init, kernel.advance
 
+    @cached
     @numba.njit(parallel=True)
-    def run_cpu(params, streams, rid0, seed, max_steps, out):
+    def run_items(params, streams, rid0, seed, max_steps, out, n_threads):
+        # n_threads comes from Python: numba.get_num_threads() inside jit code is a ctypes
+        # pointer (a "dynamic global"), which would keep this loop out of the kernel cache.
         n_points, n_real = out.shape
         n_items = n_points * n_real
-        n_threads = numba.get_num_threads()
         # Round-robin items over threads: passage times differ by orders of magnitude
         # between parameter points, so contiguous ranges would load-balance badly.
         for t in numba.prange(n_threads):
@@ -87,6 +90,10 @@ def _cpu_first_passage(kernel):
                     state, status = advance(state, coef, max_steps, seed, streams[p], rid0 + r)
                 out[p, r] = _signed(state, status)
 
+    def run_cpu(params, streams, rid0, seed, max_steps, out):
+        run_items(params, streams, rid0, seed, max_steps, out, numba.get_num_threads())
+
+    run_cpu.kernel = run_items
     return run_cpu
 
 
@@ -99,6 +106,7 @@ def _cuda_first_passage(kernel):
     prepare, init, advance = kernel.prepare, kernel.init, kernel.advance
     readable = simulator_copy if simulating_cuda() else identity
 
+    @cached
     @cuda.jit(fastmath=True)
     def run_kernel(params, streams, rid0, seed, max_steps, out, counter):
         # Persistent threads: a lane that finishes a realization takes the next one
@@ -141,9 +149,7 @@ def _cuda_first_passage(kernel):
             d_params = cuda.to_device(np.ascontiguousarray(params))
             d_streams = cuda.to_device(np.ascontiguousarray(streams))
         run_stream = cuda.stream()
-        with warnings.catch_warnings():
-            # small chunks give small grids on purpose; numba's occupancy hint is noise here
-            warnings.simplefilter("ignore", numba.core.errors.NumbaPerformanceWarning)
+        with launching("first_passage", run_stream):
             run_kernel[blocks, threads, run_stream](
                 d_params, d_streams, np.int64(rid0), np.uint32(seed), np.int64(max_steps), d_out, counter
             )

@@ -1,7 +1,6 @@
 """Weighted random walks on a sparse Markov chain (Monte Carlo linear solvers)."""
 
 import functools
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -11,8 +10,10 @@ import numpy as np
 from ..backend import (
     bind_cuda,
     build_for,
+    cached,
     device_zeros,
     identity,
+    launching,
     out_of_memory_as_memory_error,
     simulating_cuda,
     simulator_copy,
@@ -124,6 +125,7 @@ def walk_runner(kernel: WalkKernel, backend: str):
 def _cpu_walks(kernel):
     begin, advance, per_visit = _walk_pieces(kernel)
 
+    @cached
     @numba.njit(parallel=True)
     def run_cpu(indptr, indices, cdf, factor, src_cdf, src_state, src_weight, per_source, score, first, size,
                 seed, stream, cutoff, max_steps, out):
@@ -172,6 +174,7 @@ def _cuda_walks(kernel):
         else:
             cuda.atomic.add(out, (b, bin_), value)
 
+    @cached
     @cuda.jit
     def walk_kernel(indptr, indices, cdf, factor, src_cdf, src_state, src_weight, per_source, score, first, size,
                     seed, stream, cutoff, max_steps, blocks_per_batch, shared, out, counters):
@@ -237,8 +240,7 @@ def _cuda_walks(kernel):
             d_out = device_zeros(out.shape, np.float64)
             counters = device_zeros(n_batches, np.int64)
         launch_stream = cuda.stream()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", numba.core.errors.NumbaPerformanceWarning)
+        with launching("walks", launch_stream):
             walk_kernel[n_batches * blocks_per_batch, threads, launch_stream, shared_bytes if shared else 0](
                 *args, np.uint32(seed), np.uint32(stream), np.float64(cutoff), np.int64(max_steps),
                 np.int64(blocks_per_batch), shared, d_out, counters)
