@@ -59,6 +59,7 @@ class Seconds(float):
     """
 
     def __new__(cls, value: float, compiling: float | None = None):
+        """``value`` seconds, with ``compiling`` as the attribute of that name."""
         seconds = super().__new__(cls, value)
         seconds.compiling = compiling
         return seconds
