@@ -8,7 +8,10 @@
 * ``numba_cuda_adjoint_walks``: adjoint Monte Carlo linear-solver walks the way seed 003
   writes them (one thread per history, xoroshiro states, global atomics).
 
-The escape baselines return ``(steps, seconds)``: integration steps actually needed and wall time.
+Each GPU baseline has a ``*_launcher`` form that compiles the kernel, sets up its inputs and
+returns ``launch() -> (work, seconds)``: one launch, timed on the device with CUDA events
+(as the package's kernels are, see :mod:`benchmarks.measure`), so repeats reuse the set-up.
+The older ``(work, seconds)`` functions call it once after a warm-up launch.
 """
 
 import math
@@ -17,8 +20,31 @@ import time
 import numpy as np
 
 
-def numba_cuda_escape_steps(*, damping, gamma, D, h, realizations, seed=1, max_steps=10**9):
-    """Seed 000 Algorithm 1 as a plain numba.cuda kernel (float32, fast math)."""
+def event_seconds(cuda, launch, stream=0) -> float:
+    """Device seconds of ``launch()`` (kernel launches on ``stream``), from two CUDA events."""
+    start, end = cuda.event(), cuda.event()
+    start.record(stream)
+    launch()
+    end.record(stream)
+    end.synchronize()
+    return start.elapsed_time(end) / 1e3
+
+
+def _once(launcher):
+    launcher()  # compile and warm up
+    return launcher()
+
+
+def numba_cuda_escape_steps(**kw):
+    """``(steps, seconds)`` of one launch of :func:`numba_cuda_escape_launcher` after a warm-up."""
+    return _once(numba_cuda_escape_launcher(**kw))
+
+
+def numba_cuda_escape_launcher(*, damping, gamma, D, h, realizations, seed=1, max_steps=10**9):
+    """Seed 000 Algorithm 1 as a plain numba.cuda kernel (float32, fast math); ``launch() -> (steps, seconds)``.
+
+    Each launch continues the xoroshiro streams of the last, so repeats draw new numbers.
+    """
     from gpuensembles.core import backend as _backend
 
     cuda = _backend.cuda_module()  # applies the numpy >= 2.5 compatibility step
@@ -49,14 +75,12 @@ def numba_cuda_escape_steps(*, damping, gamma, D, h, realizations, seed=1, max_s
             f32(math.pi - math.asin(gamma)), f32(math.asin(gamma)), np.int64(max_steps))
     threads = 128
     blocks = -(-realizations // threads)
-    escape[blocks, threads](states, out, *args)  # compile + warm up
-    cuda.synchronize()
-    states = create_xoroshiro128p_states(realizations, seed=seed + 1)
-    t0 = time.perf_counter()
-    escape[blocks, threads](states, out, *args)
-    cuda.synchronize()
-    seconds = time.perf_counter() - t0
-    return int(out.copy_to_host().sum()), seconds
+
+    def launch():
+        seconds = event_seconds(cuda, lambda: escape[blocks, threads](states, out, *args))
+        return int(out.copy_to_host().sum()), seconds
+
+    return launch
 
 
 def numpy_escape_steps(*, damping, gamma, D, h, realizations, seed=1, max_steps=10**9, V0=1.0, dgamma=0.0):
@@ -83,13 +107,22 @@ def numpy_escape_steps(*, damping, gamma, D, h, realizations, seed=1, max_steps=
 
 
 def numba_cuda_adjoint_walks(table, sources, histories, cutoff=1e-9, seed=1):
+    """``(x_sum, transitions, seconds)`` of one launch of :func:`numba_cuda_adjoint_launcher` after a small one."""
+    launch = numba_cuda_adjoint_launcher(table, sources, histories, cutoff, seed)
+    launch(size=128)  # compile and warm up
+    transitions, seconds = launch()
+    return launch.x_sum(), transitions, seconds
+
+
+def numba_cuda_adjoint_launcher(table, sources, histories, cutoff=1e-9, seed=1):
     """Adjoint Monte Carlo walks as a plain numba.cuda kernel, the seed 003 design.
 
     One thread per history (no load balancing: a warp waits for its longest walk),
     ``numba.cuda.random`` xoroshiro128+ states (one per history, initialised before the
     clock starts), a linear search of the row's CDF, every visit added to ``x`` in global
-    memory with a float64 atomic. Returns ``(x_sum, transitions, seconds)``; ``x_sum / histories``
-    is the collision estimate of ``x``.
+    memory with a float64 atomic. Returns ``launch(size=histories) -> (transitions, seconds)``,
+    which sets up fresh states and tallies (not timed) and times the walks with CUDA events;
+    ``launch.x_sum() / histories`` is then the collision estimate of ``x``.
     """
     from gpuensembles.core import backend as _backend
 
@@ -131,24 +164,36 @@ def numba_cuda_adjoint_walks(table, sources, histories, cutoff=1e-9, seed=1):
     arrays = [cuda.to_device(np.ascontiguousarray(a)) for a in (*table, *sources)]
     threads = 128
     n = table[0].size - 1
-    for attempt, size in enumerate((threads, histories)):  # compile on a small launch, then time
-        states = create_xoroshiro128p_states(size, seed=seed + attempt)
+    last = {"calls": 0}
+
+    def launch(size=histories):
+        last["calls"] += 1
+        states = create_xoroshiro128p_states(size, seed=seed + last["calls"])
         x = cuda.to_device(np.zeros(n))
         transitions = cuda.to_device(np.zeros(1, dtype=np.int64))
         cuda.synchronize()
-        t0 = time.perf_counter()
-        walks[-(-size // threads), threads](states, *arrays, np.float64(cutoff), x, transitions)
-        cuda.synchronize()
-        seconds = time.perf_counter() - t0
-    return x.copy_to_host(), int(transitions.copy_to_host()[0]), seconds
+        seconds = event_seconds(cuda, lambda: walks[-(-size // threads), threads](states, *arrays, np.float64(cutoff),
+                                                                                  x, transitions))
+        last["x"] = x
+        return int(transitions.copy_to_host()[0]), seconds
+
+    launch.x_sum = lambda: last["x"].copy_to_host()
+    return launch
 
 
-def numba_cuda_srk2_steps(*, a, w, g, f, kT, h, realizations, steps, seed=1):
+def numba_cuda_srk2_steps(**kw):
+    """``(steps taken, seconds)`` of one launch of :func:`numba_cuda_srk2_launcher` after a short one."""
+    launch = numba_cuda_srk2_launcher(**kw)
+    launch(8)  # compile and warm up
+    return launch()
+
+
+def numba_cuda_srk2_launcher(*, a, w, g, f, kT, h, realizations, steps, seed=1):
     """Seed 004 PROG1 as a plain numba.cuda kernel: one thread per trajectory, SRK2, float32.
 
     The way the seed writes it: xoroshiro128+ normals, the position kept unwrapped and the
     time accumulated in float32 (so it is also less accurate over long runs). ``a`` is an
-    array (one trajectory block per value). Returns ``(steps taken, seconds)``.
+    array (one trajectory block per value). Returns ``launch(n_steps=steps) -> (steps taken, seconds)``.
     """
     from gpuensembles.core import backend as _backend
 
@@ -183,12 +228,12 @@ def numba_cuda_srk2_steps(*, a, w, g, f, kT, h, realizations, steps, seed=1):
     args = (np.int64(realizations), f32(w), f32(g), f32(f), f32(math.sqrt(2 * g * kT * h)), f32(h))
     threads = 128
     blocks = -(-n // threads)
-    prog1[blocks, threads](states, d_amps, out, *args, np.int64(8))  # compile + warm up
-    cuda.synchronize()
-    t0 = time.perf_counter()
-    prog1[blocks, threads](states, d_amps, out, *args, np.int64(steps))
-    cuda.synchronize()
-    return n * steps, time.perf_counter() - t0
+
+    def launch(n_steps=steps):
+        return n * n_steps, event_seconds(cuda, lambda: prog1[blocks, threads](states, d_amps, out, *args,
+                                                                                 np.int64(n_steps)))
+
+    return launch
 
 
 def numba_cuda_kuramoto_mean_field(*, N, K, kT, h, steps, seed=1):
@@ -253,16 +298,31 @@ def numba_cuda_kuramoto_mean_field(*, N, K, kT, h, steps, seed=1):
 
 def device_copy_bandwidth(nbytes=2**30, repeats=5):
     """Device-to-device copy bandwidth in bytes/s (read + write counted), best of ``repeats``."""
+    launch = copy_launcher(nbytes, "cuda")
+    launch()
+    return max(work / seconds for work, seconds in (launch() for _ in range(repeats)))
+
+
+def copy_launcher(nbytes, backend):
+    """``launch() -> (bytes moved, seconds)``: one copy of an ``nbytes`` array, read and write counted.
+
+    On ``cuda``, device to device on a stream, timed with CUDA events; on ``cpu``, host memory
+    with NumPy (the bound of the CPU backend), timed by the clock.
+    """
+    if backend == "cpu":
+        a = np.ones(nbytes // 8)
+        b = np.empty_like(a)
+
+        def host_copy():
+            t0 = time.perf_counter()
+            np.copyto(b, a)
+            return 2 * a.nbytes, time.perf_counter() - t0
+
+        return host_copy
     from gpuensembles.core import backend as _backend
 
     cuda = _backend.cuda_module()
     a = cuda.device_array(nbytes // 4, dtype=np.float32)
     b = cuda.device_array_like(a)
-    best = math.inf
-    for _ in range(repeats):
-        cuda.synchronize()
-        t0 = time.perf_counter()
-        b.copy_to_device(a)
-        cuda.synchronize()
-        best = min(best, time.perf_counter() - t0)
-    return 2 * nbytes / best
+    stream = cuda.stream()
+    return lambda: (2 * a.nbytes, event_seconds(cuda, lambda: b.copy_to_device(a, stream=stream), stream))

@@ -6,13 +6,12 @@ the device's copy bandwidth, all in the same run.
 """
 
 import argparse
-import time
 
 import numpy as np
 
 import gpuensembles as ge
 
-from . import baselines
+from . import baselines, measure
 from .bench_escape_times import gpu_available
 
 #: Seed 004, Fig. 2: a = 4.2 (here 100 values of a around it), g = 0.9, w = 4.9, kT = 0.001,
@@ -21,36 +20,83 @@ FIG2 = dict(w=4.9, g=0.9, f=0.1, kT=0.001, h=0.01 * 2 * np.pi / 4.9)
 GPU_SIZE = dict(points=100, realizations=1 << 14, steps=20_000)
 CPU_SIZE = dict(points=4, realizations=1 << 10, steps=2_000)
 KURAMOTO_N = 1 << 24
+#: ``python -m benchmarks`` sizes: Kuramoto (N, steps) and the copy that bounds it (bytes), per backend.
+KURAMOTO_TABLE = {"cuda": (KURAMOTO_N, 2000, 1 << 30), "cpu": (1 << 14, 40, 1 << 26)}
+#: Bytes per oscillator-step: read x and omega, write x (float32).
+BYTES_PER_OSCILLATOR_STEP = 12
 
 
 def langevin_rate(backend, points, realizations, steps, **kw):
     """``(steps/s, seconds)`` of one whole ``langevin`` call after a small one that compiles."""
-    a = np.linspace(0.0, 8.4, points)
-    common = dict(FIG2, a=a, backend=backend, seed=1, progress=False, **kw)
-    ge.langevin(steps=kw.get("sample_every", 8), realizations=2, **common)
-    t0 = time.perf_counter()
-    ds = ge.langevin(steps=steps, realizations=realizations, **common)
-    seconds = time.perf_counter() - t0
-    assert np.isfinite(ds.x_end.values).all()
-    return points * realizations * steps / seconds, seconds
-
-
-def kuramoto_seconds(N, steps, backend="cuda", kT=1.0, K=4.0):
-    """Seconds of one whole mean-field call (seed 004, Fig. 4: w_i = 0, K = 4, T = 1)."""
-    t0 = time.perf_counter()
-    ds = ge.kuramoto(N=N, K=K, frequencies="gaussian", width=0.0, kT=kT, h=0.01, steps=steps, sample_every=steps // 4,
-                     seed=1, backend=backend, progress=False)
-    seconds = time.perf_counter() - t0
-    assert int(ds.density.isel(time=-1).sum()) == N
-    return seconds
+    call = langevin_call(backend, points, realizations, steps, **kw)
+    timed = measure.timed(call, 1, warm=lambda: call(kw.get("sample_every", 8)))
+    return timed.rates("steps/s", which="call").median, timed.call[0]
 
 
 def kuramoto_kernel_rate(N, steps, **kw):
-    """Oscillator-steps/s of the kernel alone: two calls differing only in ``steps``, differenced
-    (removes set-up, frequency drawing and transfers)."""
-    kuramoto_seconds(N, 8, **kw)  # compile
-    short, long = kuramoto_seconds(N, steps // 4, **kw), kuramoto_seconds(N, steps, **kw)
-    return N * (steps - steps // 4) / (long - short)
+    """Oscillator-steps/s of the mean-field kernel (CUDA events) in one call after a short one."""
+    call = kuramoto_call(N, steps, **kw)
+    return measure.timed(call, 1, warm=lambda: call(8)).rates("oscillator-steps/s").median
+
+
+def langevin_call(backend, points, realizations, steps, **kw):
+    """``call() -> steps`` of one whole ``langevin`` call over ``points`` values of ``a`` (seed Fig. 2)."""
+    common = dict(FIG2, a=np.linspace(0.0, 8.4, points), backend=backend, seed=1, progress=False, **kw)
+
+    def call(n_steps=steps):
+        ds = ge.langevin(steps=n_steps, realizations=realizations, **common)
+        assert np.isfinite(ds.x_end.values).all()
+        return points * realizations * n_steps
+
+    return call
+
+
+def kuramoto_call(N, steps, backend="cuda", kT=1.0, K=4.0):
+    """``call() -> oscillator-steps`` of one whole mean-field call (seed 004, Fig. 4: w_i = 0, K = 4)."""
+
+    def call(n_steps=steps):
+        ds = ge.kuramoto(N=N, K=K, frequencies="gaussian", width=0.0, kT=kT, h=0.01, steps=n_steps,
+                         sample_every=n_steps // 4, seed=1, backend=backend, progress=False)
+        assert int(ds.density.isel(time=-1).sum()) == N
+        return N * n_steps
+
+    return call
+
+
+def langevin_rows(backend, repeats):
+    """Rows of ``python -m benchmarks``: SRK2 on the seed's Fig. 2 case against the naive PROG1 kernel."""
+    size = GPU_SIZE if backend == "cuda" else CPU_SIZE
+    call = langevin_call(backend, **size)
+    package = measure.timed(call, repeats, warm=lambda: call(8))
+    name = (f"langevin SRK2 float32, seed Fig. 2 ({size['points']} a x {size['realizations']} x {size['steps']} "
+            "steps)")
+    if backend != "cuda":
+        return [measure.Row(name, package.rates("steps/s"), package.rates("steps/s", which="call"),
+                            "naive numba.cuda PROG1: needs a GPU", None)]
+    launch = baselines.numba_cuda_srk2_launcher(a=np.linspace(0, 8.4, size["points"]),
+                                                realizations=size["realizations"], steps=size["steps"], **FIG2)
+    naive = measure.repeated(launch, repeats, warm=lambda: launch(8))
+    return [measure.Row(name, package.rates("steps/s"), package.rates("steps/s", which="call"),
+                        "naive numba.cuda PROG1 (xoroshiro, float32 time)", naive.rates("steps/s"))]
+
+
+def kuramoto_rows(backend, repeats):
+    """Rows of ``python -m benchmarks``: mean field at kT = 0 and 1 as a fraction of the copy bound
+    (the device-to-device copy bandwidth of the same run over 12 bytes per oscillator-step)."""
+    N, steps, nbytes = KURAMOTO_TABLE[backend]
+    copy = measure.repeated(baselines.copy_launcher(nbytes, backend), repeats,
+                            basis="CUDA events" if backend == "cuda" else "clock")
+    bound = copy.rates("oscillator-steps/s", 1 / BYTES_PER_OSCILLATOR_STEP)
+    where = "device-to-device" if backend == "cuda" else "host"
+    rows = []
+    for kT in (0.0, 1.0):
+        call = kuramoto_call(N, steps, backend, kT=kT)
+        package = measure.timed(call, repeats, warm=lambda call=call: call(8))
+        rows.append(measure.Row(f"kuramoto mean field N=2^{N.bit_length() - 1}, kT={kT:g}",
+                                package.rates("oscillator-steps/s"), package.rates("oscillator-steps/s", which="call"),
+                                f"{where} copy bound: {bound.median * BYTES_PER_OSCILLATOR_STEP / 1e9:.0f} GB/s "
+                                f"/ {BYTES_PER_OSCILLATOR_STEP} B", bound, ratio_as_percent=True))
+    return rows
 
 
 class LangevinThroughput:
@@ -131,7 +177,7 @@ def main(argv=None):
         print(f"device copy bandwidth (device-to-device, read + write): {bandwidth / 1e9:.0f} GB/s")
     print("\n".join(rows))
     print("Langevin: whole calls (set-up, transfers, Dataset) after a compile run; 100 values of a x realizations.\n"
-          "Kuramoto: kernel rate from two calls differing only in steps; 12 bytes per oscillator-step\n"
+          "Kuramoto: kernel rate from CUDA events around its launch; 12 bytes per oscillator-step\n"
           "(read x and w, write x) against the measured copy bandwidth.")
 
 

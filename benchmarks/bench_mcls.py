@@ -14,12 +14,14 @@ import scipy.sparse.linalg as spla
 import gpuensembles as ge
 from gpuensembles.models.mcls import problems
 
-from . import baselines
+from . import baselines, measure
 from .bench_escape_times import gpu_available
 
 #: The seed's case: 2D Laplacian n = 900, adjoint method, weight cutoff 1e-9, b = 1.
 SEED_CASE = dict(m=30, histories=10**7, weight_cutoff=1e-9)
 CPU_HISTORIES = 10**5
+#: ``python -m benchmarks``: the 1D shifted Laplacian (n, histories) per backend.
+TABLE_CASE = {"cuda": (10**6, 10**7), "cpu": (10**4, 10**4)}
 
 
 def laplacian_case(m=30):
@@ -39,6 +41,41 @@ def package_run(histories, backend, A, b, seed=1, **kw):
     t0 = time.perf_counter()
     ds = ge.mc_solve(A, b, histories=histories, backend=backend, seed=seed, progress=False, **kw)
     return ds, time.perf_counter() - t0
+
+
+def solve_call(A, b, histories, backend, seed=1, **kw):
+    """``call() -> transitions`` of one whole ``mc_solve`` call (adjoint, collision, cutoff 1e-9)."""
+    kw.setdefault("weight_cutoff", SEED_CASE["weight_cutoff"])
+
+    def call(n=histories):
+        ds = ge.mc_solve(A, b, histories=n, backend=backend, seed=seed, progress=False, **kw)
+        assert np.isfinite(ds.x.values).all()
+        return int(ds.transitions)
+
+    return call
+
+
+def table_rows(backend, repeats):
+    """Rows of ``python -m benchmarks``: seconds per call of the 1D shifted Laplacian (the walks'
+    kernel, and the whole call) against the naive one-thread-per-history kernel."""
+    n, histories = TABLE_CASE[backend]
+    A = problems.shifted_laplacian_1d(n)
+    b = np.ones(n)
+    call = solve_call(A, b, histories, backend)
+    package = measure.timed(call, repeats, warm=lambda: call(64))
+    name = f"mcls 1D shifted Laplacian n={n:.0e}, {histories:.0e} histories"
+    if backend != "cuda":
+        return [measure.Row(name, package.seconds(), package.seconds("call"),
+                            "naive numba.cuda, 1 thread/history: needs a GPU", None)]
+    from gpuensembles.models.mcls.splitting import jacobi, transition_table
+
+    H, f = jacobi(A, b)
+    norm = np.abs(f).sum()
+    sources = (np.cumsum(np.abs(f)) / norm, np.arange(f.size, dtype=np.int32), np.sign(f) * norm)
+    launch = baselines.numba_cuda_adjoint_launcher(transition_table(H.T).arrays, sources, histories)
+    naive = measure.repeated(launch, repeats, warm=lambda: launch(size=128))
+    return [measure.Row(name, package.seconds(), package.seconds("call"),
+                        "naive numba.cuda, 1 thread/history, global atomics (seed 003)", naive.seconds())]
 
 
 def walks_only_seconds(histories, backend, A, b, seed=1, **kw):

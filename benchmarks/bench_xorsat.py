@@ -20,14 +20,18 @@ asv runs the ``track_*`` methods; ``python -m benchmarks.bench_xorsat [--quick]`
 import argparse
 import time
 
+import numba
 import numpy as np
 
 import gpuensembles as ge
 
+from . import measure
 from .bench_escape_times import gpu_available
 
 #: (N, clones, timeout sweeps of the longer call)
 THROUGHPUT = {"cuda": (256, 2**20, 2000), "cpu": (256, 2**14, 400)}
+#: ``python -m benchmarks``: (N, clones, timeout) of the package's row and of its CPU baseline, per backend.
+TABLE = {"cuda": (THROUGHPUT["cuda"], THROUGHPUT["cpu"]), "cpu": ((256, 2**10, 40), (256, 2**10, 40))}
 #: N -> (instances, runs per instance) for the growth fit, on a GPU with 2^20 clones
 GROWTH = {64: (20, 8), 96: (20, 8), 128: (100, 10), 160: (20, 6), 192: (6, 4)}
 P_GRID = (0.04, 0.06, 0.08, 0.1, 0.12, 0.15, 0.2)
@@ -45,16 +49,39 @@ def _timed_solve(instance, clones, timeout, backend):
 
 
 def updates_per_ns(N, clones, timeout, backend="cuda"):
-    """Spin updates per ns from two calls with timeouts ``timeout / 4`` and ``timeout``
-    (both unsolved at N = 256); also the solver's own rate from ``seconds_per_sweep``."""
+    """Spin updates per ns of one timed-out call after a short one: of the kernels (CUDA events;
+    the whole call on the CPU), and the solver's own rate from ``seconds_per_sweep``."""
+    call = solve_call(N, clones, timeout, backend)
+    rate = measure.timed(call, 1, warm=lambda: call(2)).rates("updates/ns", 1e-9).median
+    return rate, clones * N / call.last.seconds_per_sweep.item() / 1e9
+
+
+def solve_call(N, clones, timeout, backend):
+    """``call() -> spin updates`` of one timed-out ``solve`` call (every clone sweeps to the timeout)."""
     instance = ge.xorsat.random_instance(N, seed=1)
-    _timed_solve(instance, clones, 2, backend)  # compile and warm up
-    short, _ = _timed_solve(instance, clones, timeout // 4, backend)
-    long, ds = _timed_solve(instance, clones, timeout, backend)
-    if ds.solved.any():
-        raise RuntimeError("the throughput instance was solved: the timing is not of whole timeouts")
-    differenced = clones * N * (timeout - timeout // 4) / (long - short) / 1e9
-    return differenced, clones * N / ds.seconds_per_sweep.item() / 1e9
+
+    def call(limit=timeout):
+        _, ds = _timed_solve(instance, clones, limit, backend)
+        call.last = ds
+        if ds.solved.any():
+            raise RuntimeError("the throughput instance was solved: the timing is not of whole timeouts")
+        return clones * N * (limit + 1)  # sweeps 0 .. limit, the last with frozen spins
+
+    return call
+
+
+def table_rows(backend, repeats):
+    """Rows of ``python -m benchmarks``: updates per ns of the solver against the same source on the
+    host's CPU cores (the CPU backend), in the same run."""
+    (N, clones, timeout), (cpu_N, cpu_clones, cpu_timeout) = TABLE[backend]
+    call = solve_call(N, clones, timeout, backend)
+    package = measure.timed(call, repeats, warm=lambda: call(2))
+    cpu = solve_call(cpu_N, cpu_clones, cpu_timeout, "cpu")
+    baseline = measure.timed(cpu, repeats, warm=lambda: cpu(2))
+    return [measure.Row(f"xorsat quasi-greedy N={N}, 2^{clones.bit_length() - 1} clones, {timeout} sweeps",
+                        package.rates("updates/ns", 1e-9), package.rates("updates/ns", 1e-9, which="call"),
+                        f"the same solver, CPU backend, {numba.config.NUMBA_NUM_THREADS} threads "
+                        f"(2^{cpu_clones.bit_length() - 1} clones)", baseline.rates("updates/ns", 1e-9))]
 
 
 def median_tau(N, count, runs, clones, backend, p=0.1, seed=11):

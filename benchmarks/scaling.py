@@ -29,12 +29,12 @@ def _compile_here():
     """Compile both kernels in this (worker) process, outside the timed runs."""
     import numpy as np
 
-    from gpuensembles.core import backend as _backend
+    from gpuensembles.core.templates.first_passage import first_passage_runner
     from gpuensembles.models.josephson import physics as washboard
 
     for factory, row in ((washboard.escape_kernel, [1.0, 0.05, 0.5, 0.008, 0.004]),
                          (washboard.switching_kernel, [211.0, 4.1, 58.3, 1e-4, 1.8e-7, 0.0, 0.0, 1e6])):
-        runner = _backend.first_passage_runner(factory("underdamped", "float32", "barrier_top", "euler"), "cuda")
+        runner = first_passage_runner(factory("underdamped", "float32", "barrier_top", "euler"), "cuda")
         runner(np.array([row]), np.zeros(1, np.uint32), 0, 1, 10**3, np.empty((1, 256), np.int64))
     return True
 

@@ -6,8 +6,10 @@ the first argument.
 """
 
 import json
+import math
 import os
 import sys
+import warnings
 
 import numpy as np
 
@@ -97,6 +99,51 @@ def xorsat():
         "device": ds.attrs["device"]}
 
 
+def _warn_like_numba_cuda():
+    """Make the simulator's launch configuration warn as numba-cuda's does on a GPU (the
+    simulator itself does not): its NumbaPerformanceWarning for grids under 128 blocks."""
+    from numba.cuda.core.errors import NumbaPerformanceWarning
+    from numba.cuda.simulator.kernel import FakeCUDAKernel
+
+    configure = FakeCUDAKernel.__getitem__
+
+    def warning_configure(self, configuration):
+        kernel = configure(self, configuration)
+        blocks = math.prod(kernel.grid_dim)
+        if blocks < 128:
+            warnings.warn(NumbaPerformanceWarning(f"Grid size {blocks} will likely result in GPU under-utilization "
+                                                  "due to low occupancy."), stacklevel=2)
+        return kernel
+
+    FakeCUDAKernel.__getitem__ = warning_configure
+    return NumbaPerformanceWarning
+
+
+def launches():
+    """Every run function once under a kernel timer, with performance and deprecation warnings
+    from numba, numba-cuda and the package raised as errors: per run, the error (or None) and
+    the launch sites the timer saw."""
+    categories = (_warn_like_numba_cuda(), __import__("numba").core.errors.NumbaPerformanceWarning)
+    runs = {"escape": lambda: escape("underdamped", "float32"), "mcls": lambda: mcls("adjoint"),
+            "langevin": lambda: langevin("underdamped", "srk2"), "xorsat": xorsat}
+    runs.update({f"kuramoto-{path}": (lambda path=path: kuramoto(path)) for path in CASES["kuramoto"]})
+    runs.update({f"ising-{path}": (lambda path=path: ising(path)) for path in CASES["ising"]})
+    out = {}
+    for name, run in runs.items():
+        with warnings.catch_warnings(), _backend.kernel_timer() as timer:
+            for category in categories:
+                warnings.simplefilter("error", category)
+            warnings.filterwarnings("error", category=DeprecationWarning, module="(numba|gpuensembles)")
+            try:
+                run()
+                error = None
+            except Warning as warning:
+                error = f"{type(warning).__module__}.{type(warning).__name__}: {warning}"
+        out[name] = {"error": error, "launches": timer.launches()}
+    lattices.RESIDENT_MAX_L = RESIDENT_MAX_L
+    return out
+
+
 if __name__ == "__main__":
     result = {"draws": draws()}
     for method in ("adjoint", "forward"):
@@ -112,4 +159,5 @@ if __name__ == "__main__":
     for model in ("underdamped", "overdamped"):
         for dtype in ("float32", "float64"):
             result[f"{model}-{dtype}"] = escape(model, dtype)
+    result["launches"] = launches()
     json.dump(result, sys.stdout)

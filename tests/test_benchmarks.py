@@ -4,6 +4,7 @@ These check that each benchmark runs and returns a finite figure with its unit, 
 timing: a rate differenced from two tiny timed calls is noise and may come out negative.
 """
 
+import json
 import math
 
 import pytest
@@ -98,3 +99,40 @@ def test_xorsat_benchmarks_run_small(monkeypatch, capsys):
     monkeypatch.setitem(bench_xorsat.QUICK, "growth", {24: (2, 2), 30: (2, 2)})
     bench_xorsat.main(["--quick", "--only", "growth"])
     assert "growth: ln tau" in capsys.readouterr().out
+
+
+def test_one_table_of_every_workload_on_the_cpu(tmp_path, capsys):
+    # --quick: tiny sizes on the CPU backend, no events; the GPU run is the same code with events.
+    from benchmarks import __main__ as table
+
+    rows = table.main(["--quick", "--repeats", "2", "--json", str(tmp_path / "figures.json")])
+    out = capsys.readouterr().out
+    assert out.startswith("device: CPU") and "numba-cuda" in out and "| workload" in out
+    units = {r.workload.split()[0]: r.package.unit for r in rows}
+    assert units == {"ising": "flips/ns", "kuramoto": "oscillator-steps/s", "langevin": "steps/s", "mcls": "s",
+                     "escape": "steps/s", "xorsat": "updates/ns"}
+    assert len(rows) == 9
+    for row in rows:
+        assert len(row.package.values) == 2 and row.package.what == "whole call"  # no events on the CPU
+        for figure in (row.package, row.call) + ((row.baseline,) if row.baseline is not None else ()):
+            assert all(math.isfinite(v) and v > 0 for v in figure.values), (row.workload, figure)
+        if row.baseline is None:  # a naive numba.cuda kernel: reported as not run, never made up
+            assert "needs a GPU" in row.baseline_name
+        else:
+            assert math.isfinite(row.ratio) and math.isfinite(row.spread)
+    assert sum(row.baseline is None for row in rows) == 3
+    saved = json.loads((tmp_path / "figures.json").read_text())
+    assert [r["workload"] for r in saved["rows"]] == [r.workload for r in rows]
+
+
+def test_table_refuses_what_it_cannot_measure(capsys):
+    from benchmarks import __main__ as table
+
+    with pytest.raises(SystemExit):
+        table.main(["--quick", "--only", "ising,nonsense"])
+    if not bench_escape_times.gpu_available():
+        with pytest.raises(SystemExit):  # the GPU table needs a GPU
+            table.main([])
+    else:
+        with pytest.raises(SystemExit):  # and five repeats
+            table.main(["--repeats", "3"])

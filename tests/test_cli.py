@@ -37,8 +37,19 @@ def test_cli_writes_netcdf_and_prints_a_summary(tmp_path, capsys):
     ds = ge.open_dataset(out)
     assert ds.steps.shape == (2, 32) and int(ds.attrs["seed"]) == 1
     assert "steps/s" in text and "0.03" in text and "mean" in text
+    assert "s not counted" in text  # the rate leaves compilation out, and says so
     same = ge.escape_times(damping=0.05, gamma=0.5, D=[0.02, 0.03], h=0.004, realizations=32, seed=1, backend="cpu")
     np.testing.assert_array_equal(ds.steps.values, same.steps.values)
+
+
+def test_summary_says_what_its_rate_counts(result, capsys):
+    from gpuensembles.core.commands import Seconds, header
+
+    header(result, Seconds(2.0, 1.5), 4e9, "steps", "x.nc")
+    header(result, Seconds(3.0, None), 6e9, "steps", "x.nc")
+    lines = capsys.readouterr().out.splitlines()
+    assert "in 2.00 s (2.000e+09 steps/s; compiling 1.50 s not counted)" in lines[1]
+    assert "in 3.00 s (2.000e+09 steps/s; wall time, the workers' compiling included)" in lines[3]
 
 
 def test_cli_reports_bad_input_as_usage_error(tmp_path, capsys):

@@ -96,3 +96,20 @@ def test_simulator_xorsat_equals_cpu_bit_for_bit(simulated, simulator_cases):
     assert np.any(cpu.solved & (cpu.clone < 32) & (cpu.tts_sweeps < simulator_cases["xorsat"]["timeout"] - 2))
     for name, values in sim.items():
         np.testing.assert_array_equal(np.asarray(values), cpu[name].values, err_msg=name)
+
+
+#: The launch sites each run uses (the names its kernel timer reports).
+LAUNCH_SITES = {"escape": {"first_passage"}, "mcls": {"walks"}, "langevin": {"trajectories"}, "xorsat": {"xorsat"},
+                "kuramoto-mean-field": {"mean_field"}, "kuramoto-matrix": {"pairwise"}, "ising-resident": {"ising"},
+                "ising-launched": {"ising"}, "ising-int8": {"ising"}}
+
+
+@pytest.mark.parametrize("run", sorted(LAUNCH_SITES))
+def test_launches_warn_nothing_and_are_timed(simulated, run):
+    # Every launch gets numba-cuda's low-occupancy warning here (the check adds it to the
+    # simulator): none may reach the caller, nor a deprecation warning; and the kernel timer
+    # sees every launch site.
+    seen = simulated["launches"][run]
+    assert seen["error"] is None
+    assert set(seen["launches"]) == LAUNCH_SITES[run]
+    assert all(count >= 1 for count in seen["launches"].values())

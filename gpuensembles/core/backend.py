@@ -14,10 +14,14 @@ functions and a template wraps them once as a ``@cuda.jit`` kernel and once as a
 import contextlib
 import functools
 import os
+import warnings
 from typing import Literal, get_args
 
 import numba
 import numpy as np
+from numba.core.dispatcher import Dispatcher
+
+from .cache import ImplInit, StableCacheMixin, StableFunctionCache
 
 #: Where kernels run: ``auto`` picks CUDA when a GPU is visible, else the CPU.
 Backend = Literal["auto", "cuda", "cpu"]
@@ -44,11 +48,17 @@ because the CUDA simulator swaps the ``cuda`` global of a kernel for its fake mo
 
 
 def cuda_module():
-    """Import (lazily, once) and return ``numba.cuda``, applying the numpy compatibility step."""
+    """Import (lazily, once) and return ``numba.cuda``, applying the numpy compatibility steps."""
     global cuda
     if cuda is None:
         _patch_numpy_for_numba_cuda()
-        from numba import cuda as numba_cuda
+        with warnings.catch_warnings():
+            # numba-cuda <= 0.30.4 builds a NaT with numpy's generic timedelta unit when it is
+            # imported (numba.cuda.np.npdatetime_helpers), which numpy >= 2.5 deprecates; the
+            # value is right, and numba itself has since moved to an explicit unit.
+            warnings.filterwarnings("ignore", message="The 'generic' unit for NumPy timedelta is deprecated",
+                                    category=DeprecationWarning)
+            from numba import cuda as numba_cuda
 
         cuda = numba_cuda
     return cuda
@@ -216,3 +226,152 @@ def poll_counter(counter, run_stream, n_items, progress, interval=0.2):
         progress(min(int(host[0]), n_items))
         time.sleep(interval)
     progress(n_items)
+
+
+# --------------------------------------------------------------------------- launches
+
+#: numba-cuda's hint for grids of fewer than 128 blocks (its message, after any highlighting).
+_LOW_OCCUPANCY = r".*Grid size \d+ will likely result in GPU under-utilization"
+_timer = None  # the active KernelTimer, if any
+
+
+class KernelTimer:
+    """GPU time of the package's kernel launches, from CUDA events recorded around each site.
+
+    Made by :func:`kernel_timer`; every :func:`launching` block that runs while it is active
+    records an event before and after its launches on the stream they use, and the time
+    between the two is that block's kernel time on the device.
+    """
+
+    def __init__(self):
+        self._spans = []
+
+    @contextlib.contextmanager
+    def _span(self, name, stream):
+        start, end = cuda.event(), cuda.event()
+        start.record(stream)
+        try:
+            yield
+        finally:
+            end.record(stream)
+            self._spans.append((name, start, end))
+
+    def launches(self) -> dict:
+        """Number of timed launch blocks per launch-site name."""
+        counts = {}
+        for name, _, _ in self._spans:
+            counts[name] = counts.get(name, 0) + 1
+        return counts
+
+    def milliseconds(self) -> dict:
+        """Device milliseconds per launch-site name, summed over its blocks (waits for them to end)."""
+        totals = {}
+        for name, start, end in self._spans:
+            end.synchronize()
+            totals[name] = totals.get(name, 0.0) + start.elapsed_time(end)
+        return totals
+
+    def seconds(self) -> float:
+        """Device seconds of all timed launch blocks together."""
+        return sum(self.milliseconds().values()) / 1e3
+
+
+@contextlib.contextmanager
+def kernel_timer():
+    """Time every kernel launch of the package while active; yields the :class:`KernelTimer`.
+
+    Off (the default), :func:`launching` creates no events and records nothing. Benchmarks
+    call the public run functions inside ``with kernel_timer() as timer:`` and read
+    ``timer.milliseconds()`` afterwards. Timers nest: the innermost one records.
+    """
+    global _timer
+    previous, _timer = _timer, KernelTimer()
+    try:
+        yield _timer
+    finally:
+        _timer = previous
+
+
+@contextlib.contextmanager
+def launching(name: str, stream=0):
+    """Wrap the kernel launches of one site: ``with launching("walks", stream): kernel[...](...)``.
+
+    It keeps numba-cuda's low-occupancy hint from reaching the user (small chunks give small
+    grids on purpose) and, while a :func:`kernel_timer` is active, records a CUDA event on
+    ``stream`` before and after the launches, under ``name``.
+
+    Parameters
+    ----------
+    name : str
+        The launch site, as the timer reports it.
+    stream : numba stream or 0
+        The stream the launches go to (0: the default stream).
+
+    Yields
+    ------
+    None
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_LOW_OCCUPANCY, category=Warning)
+        if _timer is None:
+            yield
+        else:
+            with _timer._span(name, stream):
+                yield
+
+
+# --------------------------------------------------------------------------- kernel cache
+
+
+def cached(dispatcher):
+    """Give a numba dispatcher the on-disk kernel cache of :mod:`gpuensembles.core.cache`; return it.
+
+    Use it above the jit decorator of any function that Python code calls (template entry
+    points, CUDA kernels, module-level parallel loops): ``@cached`` then ``@numba.njit(...)``
+    or ``@cuda.jit(...)``. Under the CUDA simulator, kernels are returned unchanged.
+    """
+    if isinstance(dispatcher, Dispatcher):
+        dispatcher._cache = StableFunctionCache(dispatcher)
+    elif not simulating_cuda() and type(dispatcher).__name__ == "CUDADispatcher":
+        dispatcher._cache = _stable_cuda_cache()(dispatcher)
+    return dispatcher
+
+
+def compiled(kernel, *args):
+    """The compiled CUDA kernel that ``kernel(*args)`` launches, compiled or from the kernel cache.
+
+    Unlike ``kernel.specialize``, which makes a new dispatcher without a cache, this keeps
+    the dispatcher's own.
+    """
+    return kernel.compile(tuple(kernel.typeof_pyval(a) for a in args))
+
+
+#: numba-cuda settings that change the code it generates.
+_CUDA_SETTINGS = ("OPT", "DEBUGINFO_DEFAULT", "BOUNDSCHECK", "FORCE_CUDA_CC", "CUDA_DEFAULT_PTX_CC", "FASTMATH")
+
+
+@functools.cache
+def _stable_cuda_cache():
+    """numba-cuda's ``CUDACache`` under the stable key of :mod:`gpuensembles.core.cache`."""
+    import numba_cuda
+    from numba.cuda import serialize
+    from numba.cuda.core import config
+    from numba.cuda.dispatcher import CUDACache, CUDACacheImpl
+
+    class Impl(ImplInit, CUDACacheImpl):
+        pass
+
+    class StableCUDACache(StableCacheMixin, CUDACache):
+        def __init__(self, dispatcher):
+            self._launch_config_key = None
+            self._launch_config_sensitive_flag = None
+            settings = tuple((name, repr(getattr(config, name, None))) for name in _CUDA_SETTINGS)
+            self._setup(dispatcher, Impl, serialize.dumps, extra=("numba-cuda", numba_cuda.__version__, settings))
+            self._launch_config_marker_path = os.path.join(self._cache_path or os.devnull,
+                                                           f"{self._impl.filename_base}.lcs")
+
+        def _index_key(self, sig, codegen):
+            key = StableCacheMixin._index_key(self, sig, codegen)
+            return key if self._launch_config_key is None else key + (("launch_config", self._launch_config_key),)
+
+    return StableCUDACache

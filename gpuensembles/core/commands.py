@@ -50,10 +50,33 @@ def run_options(args: argparse.Namespace) -> dict:
     return dict(seed=args.seed, backend=args.backend, chunks=args.chunks, progress=not args.no_progress)
 
 
+class Seconds(float):
+    """The seconds a command's run took without compiling, with the compile seconds beside them.
+
+    ``compiling`` is the time spent compiling kernels in this process (excluded from the
+    value), or ``None`` when the chunks ran on a cluster, whose workers compile on their
+    own: then the value is the whole wall time.
+    """
+
+    def __new__(cls, value: float, compiling: float | None = None):
+        """``value`` seconds, with ``compiling`` as the attribute of that name."""
+        seconds = super().__new__(cls, value)
+        seconds.compiling = compiling
+        return seconds
+
+
 def header(ds, seconds: float, work: float, unit: str, output: str):
-    """Print the first two summary lines: model, device, seed, work done and its rate."""
+    """Print the first two summary lines: model, device, seed, work done and its rate.
+
+    The rate is over ``seconds``; when it is a :class:`Seconds`, the line says whether
+    compilation was left out (and how long it took) or included (a cluster run).
+    """
+    compiling = getattr(seconds, "compiling", False)
+    note = ("" if compiling is False else "; wall time, the workers' compiling included" if compiling is None
+            else f"; compiling {compiling:.2f} s not counted")
     print(f"gpuensembles {version()} | {ds.attrs['model']} | backend {ds.attrs['backend']} on {ds.attrs['device']}")
-    print(f"seed {ds.attrs['seed']} | {work:.3e} {unit} in {seconds:.2f} s ({work / seconds:.3e} {unit}/s) -> {output}")
+    print(f"seed {ds.attrs['seed']} | {work:.3e} {unit} in {seconds:.2f} s ({work / seconds:.3e} {unit}/s{note}) "
+          f"-> {output}")
 
 
 def print_table(table, digits: int = 6):

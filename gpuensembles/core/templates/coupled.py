@@ -17,14 +17,22 @@ are recorded. Oscillator ``i`` at step ``k`` takes normal ``i % 4`` of Philox bl
 
 import functools
 import math
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numba
 import numpy as np
 
-from ..backend import bind_cuda, build_for, kernel_options, out_of_memory_as_memory_error, simulating_cuda
+from ..backend import (
+    bind_cuda,
+    build_for,
+    cached,
+    compiled,
+    kernel_options,
+    launching,
+    out_of_memory_as_memory_error,
+    simulating_cuda,
+)
 
 cuda = None  # numba.cuda once a CUDA template is built (see bind_cuda)
 
@@ -80,6 +88,7 @@ def _bin(x, bins):
     return min(max(b, 0), bins - 1)
 
 
+@cached
 @numba.njit
 def _record(x, m, r, psi, hist):
     """Order parameter and histogram of the phases ``x`` into sample ``m`` (host side)."""
@@ -97,6 +106,7 @@ def _record(x, m, r, psi, hist):
 def _cpu_mean_field(kernel):
     step, noise = kernel.step, kernel.noise
 
+    @cached
     @numba.njit(parallel=True)
     def tile_sums(x, ps, pc, ngroups, kn, h_g, s, omega, k, seed, stream, rid, advance):
         n = x.size
@@ -138,6 +148,7 @@ def _cpu_mean_field(kernel):
 def _cpu_pairwise(kernel):
     step, noise = kernel.step, kernel.noise
 
+    @cached
     @numba.njit(parallel=True)
     def pair_step(x, x_new, omega, KT, h_g, s, k, seed, stream, rid):
         n = x.size
@@ -197,6 +208,7 @@ def _cuda_mean_field(kernel):
             b += partials[buf, 1, q]
         return block_sum(sh, a, b)
 
+    @cached
     @cuda.jit(fastmath=True, **kernel_options("mean_field"))
     def mean_field_kernel(x, omega, kn, h_g, s, steps, every, seed, stream, rid, partials, r, psi, hist):
         grid = cuda.cg.this_grid()
@@ -271,12 +283,11 @@ def _cuda_mean_field(kernel):
                 blocks, launch = 1, mean_field_kernel  # the simulator's grid barrier spans one block
             else:
                 probe = cuda.device_array((2, 2, 1))
-                launch = mean_field_kernel.specialize(*args, probe, d_r, d_psi, d_hist)
-                fitting = next(iter(launch.overloads.values())).max_cooperative_grid_blocks(threads)
+                launch = mean_field_kernel
+                fitting = compiled(launch, *args, probe, d_r, d_psi, d_hist).max_cooperative_grid_blocks(threads)
                 blocks = max(1, min(fitting, -(-ngroups // threads)))
             partials = cuda.device_array((2, 2, blocks))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", numba.core.errors.NumbaPerformanceWarning)
+        with launching("mean_field"):
             launch[blocks, threads](*args, partials, d_r, d_psi, d_hist)
         for host, device in ((x, d_x), (r, d_r), (psi, d_psi), (hist, d_hist)):
             device.copy_to_host(host)
@@ -290,6 +301,7 @@ def _cuda_pairwise(kernel):
     step, noise = kernel.step, kernel.noise
     threads = 8 if simulating_cuda() else _TILE
 
+    @cached
     @cuda.jit(fastmath=True)
     def pairwise_kernel(x, x_new, omega, KT, h_g, s, k, seed, stream, rid):
         tile = cuda.shared.array(threads, dtype=numba.float32)
@@ -316,8 +328,9 @@ def _cuda_pairwise(kernel):
         blocks = -(-x.size // threads)
         host = np.empty_like(x)
         for k in range(steps):
-            pairwise_kernel[blocks, threads](now, other, d_omega, d_KT, np.float32(h_g), np.float32(s), np.int64(k),
-                                             np.uint32(seed), np.uint32(stream), np.int64(rid))
+            with launching("pairwise"):
+                pairwise_kernel[blocks, threads](now, other, d_omega, d_KT, np.float32(h_g), np.float32(s),
+                                                 np.int64(k), np.uint32(seed), np.uint32(stream), np.int64(rid))
             now, other = other, now
             if (k + 1) % every == 0:
                 now.copy_to_host(host)

@@ -1,7 +1,6 @@
 """First-passage ensembles: persistent-thread CUDA kernel and parallel CPU loop."""
 
 import functools
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -11,8 +10,10 @@ import numpy as np
 from ..backend import (
     bind_cuda,
     build_for,
+    cached,
     identity,
     kernel_options,
+    launching,
     out_of_memory_as_memory_error,
     poll_counter,
     simulating_cuda,
@@ -70,11 +71,13 @@ def first_passage_runner(kernel: FirstPassageKernel, backend: str):
 def _cpu_first_passage(kernel):
     prepare, init, advance = kernel.prepare, kernel.init, kernel.advance
 
+    @cached
     @numba.njit(parallel=True)
-    def run_cpu(params, streams, rid0, seed, max_steps, out):
+    def run_items(params, streams, rid0, seed, max_steps, out, n_threads):
+        # n_threads comes from Python: numba.get_num_threads() inside jit code is a ctypes
+        # pointer (a "dynamic global"), which would keep this loop out of the kernel cache.
         n_points, n_real = out.shape
         n_items = n_points * n_real
-        n_threads = numba.get_num_threads()
         # Round-robin items over threads: passage times differ by orders of magnitude
         # between parameter points, so contiguous ranges would load-balance badly.
         for t in numba.prange(n_threads):
@@ -88,6 +91,10 @@ def _cpu_first_passage(kernel):
                     state, status = advance(state, coef, max_steps, seed, streams[p], rid0 + r)
                 out[p, r] = _signed(state, status)
 
+    def run_cpu(params, streams, rid0, seed, max_steps, out):
+        run_items(params, streams, rid0, seed, max_steps, out, numba.get_num_threads())
+
+    run_cpu.kernel = run_items
     return run_cpu
 
 
@@ -100,6 +107,7 @@ def _cuda_first_passage(kernel):
     prepare, init, advance = kernel.prepare, kernel.init, kernel.advance
     readable = simulator_copy if simulating_cuda() else identity
 
+    @cached
     @cuda.jit(fastmath=True, **kernel_options("first_passage"))
     def run_kernel(params, streams, rid0, seed, max_steps, out, counter):
         # Persistent threads: a lane that finishes a realization takes the next one
@@ -142,9 +150,7 @@ def _cuda_first_passage(kernel):
             d_params = cuda.to_device(np.ascontiguousarray(params))
             d_streams = cuda.to_device(np.ascontiguousarray(streams))
         run_stream = cuda.stream()
-        with warnings.catch_warnings():
-            # small chunks give small grids on purpose; numba's occupancy hint is noise here
-            warnings.simplefilter("ignore", numba.core.errors.NumbaPerformanceWarning)
+        with launching("first_passage", run_stream):
             run_kernel[blocks, threads, run_stream](
                 d_params, d_streams, np.int64(rid0), np.uint32(seed), np.int64(max_steps), d_out, counter
             )

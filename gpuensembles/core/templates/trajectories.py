@@ -8,7 +8,6 @@ position histogram, so nothing between samples ever leaves the device.
 
 import functools
 import math
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -18,8 +17,10 @@ import numpy as np
 from ..backend import (
     bind_cuda,
     build_for,
+    cached,
     identity,
     kernel_options,
+    launching,
     out_of_memory_as_memory_error,
     simulating_cuda,
     simulator_copy,
@@ -132,6 +133,7 @@ def _cpu_trajectories(kernel):
 
     run_one = numba.njit(_trajectory_source(kernel)(store_cell))
 
+    @cached
     @numba.njit(parallel=True)
     def run_cpu(params, streams, rid0, seed, every, segments, transient, hist_all, lo, n_cells, final, xs, vs,
                 cells, hist):
@@ -169,6 +171,7 @@ def _cuda_trajectories(kernel):
 
     run_one = cuda.jit(device=True)(_trajectory_source(kernel)(add_count))
 
+    @cached
     @cuda.jit(fastmath=True, **kernel_options("trajectory"))
     def trajectory_kernel(params, streams, rid0, seed, every, segments, transient, hist_all, lo, n_cells, final, xs,
                           vs, hist):
@@ -192,8 +195,7 @@ def _cuda_trajectories(kernel):
             d_in = [cuda.to_device(np.ascontiguousarray(a)) for a in (params, streams)]
             d_out = [cuda.device_array(a.shape, a.dtype) for a in (final, xs, vs)] + [cuda.to_device(hist)]
         launch_stream = cuda.stream()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", numba.core.errors.NumbaPerformanceWarning)
+        with launching("trajectories", launch_stream):
             trajectory_kernel[-(-n_items // threads), threads, launch_stream](
                 *d_in, np.int64(rid0), np.uint32(seed), *_schedule(schedule, hist), *d_out)
         for host, device in zip((final, xs, vs, hist), d_out):

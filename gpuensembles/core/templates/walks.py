@@ -1,7 +1,6 @@
 """Weighted random walks on a sparse Markov chain (Monte Carlo linear solvers)."""
 
 import functools
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -11,8 +10,10 @@ import numpy as np
 from ..backend import (
     bind_cuda,
     build_for,
+    cached,
     device_zeros,
     identity,
+    launching,
     out_of_memory_as_memory_error,
     simulating_cuda,
     simulator_copy,
@@ -125,6 +126,7 @@ def walk_runner(kernel: WalkKernel, backend: str):
 def _cpu_walks(kernel):
     begin, advance, per_visit = _walk_pieces(kernel)
 
+    @cached
     @numba.njit(parallel=True)
     def run_cpu(indptr, indices, cdf, factor, src_cdf, src_state, src_weight, per_source, score, first, size,
                 seed, stream, cutoff, max_steps, out):
@@ -202,6 +204,7 @@ def _cuda_walks(kernel):
         if transitions:
             cuda.atomic.add(out, (b, nbins), np.float64(transitions))
 
+    @cached
     @cuda.jit
     def walk_kernel(indptr, indices, cdf, factor, src_cdf, src_state, src_weight, per_source, score, first, size,
                     seed, stream, cutoff, max_steps, blocks_per_batch, shared, out, counters):
@@ -242,6 +245,7 @@ def _cuda_walks(kernel):
             acc = tallies[b, i]
         return counts[b] * base[i] + acc
 
+    @cached
     @cuda.jit
     def reduce_kernel(tallies, counts, total, base, m_indptr, m_indices, m_data, has_matrix, x, spread, transitions):
         # One thread per row, batches in order: x = sum_b y_b / total and
@@ -288,8 +292,7 @@ def _cuda_walks(kernel):
             d_out = device_zeros(shape, np.float64)
             counters = device_zeros(n_batches, np.int64)
         launch_stream = cuda.stream()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", numba.core.errors.NumbaPerformanceWarning)
+        with launching("walks", launch_stream):
             walk_kernel[grid, threads, launch_stream, shared_bytes if shared else 0](
                 *args, np.uint32(seed), np.uint32(stream), np.float64(cutoff), np.int64(max_steps),
                 np.int64(blocks_per_batch), shared, d_out, counters)
@@ -327,8 +330,7 @@ def _cuda_walks(kernel):
             d_x, d_spread = cuda.device_array(nbins, np.float64), cuda.device_array(nbins, np.float64)
             d_transitions = cuda.device_array(1, np.float64)
         threads = 8 if simulating_cuda() else 256
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", numba.core.errors.NumbaPerformanceWarning)
+        with launching("walk_reduce", launch_stream):
             reduce_kernel[max(1, -(-nbins // threads)), threads, launch_stream](
                 d_out, d_in[0], np.float64(np.sum(counts)), d_in[1], d_in[2], d_in[3], d_in[4], has_matrix, d_x,
                 d_spread, d_transitions)

@@ -21,15 +21,16 @@ Counts are integers (exact and order-independent), so both targets give identica
 """
 
 import functools
-import warnings
 
 import numba
 import numpy as np
 
 from ...core.backend import (
     bind_cuda,
+    cached,
     identity,
     kernel_options,
+    launching,
     out_of_memory_as_memory_error,
     simulating_cuda,
     simulator_view,
@@ -101,6 +102,7 @@ def _system_counts(counts, s, spg, span):
     return down, anti, flips
 
 
+@cached
 @numba.njit(parallel=True)
 def initial_lattice(lattice, multispin, hot, L, S, group0, seed, key):
     """Fill ``lattice`` with all spins up (cold) or independent random spins (hot)."""
@@ -174,6 +176,7 @@ def cpu_runner(kind: str):
             down, anti, n_flips = _system_counts(counts, s, spg, span)
             metropolis.record(bins, series, s, i, n_measurements, L * L, down, anti, n_flips)
 
+    @cached
     @numba.njit(parallel=True)
     def run_groups(lattice, words, thr, group0, seed, key, L, S, strips, spg, span, n_systems, therm, sweeps, every,
                    row, bins, series):
@@ -197,6 +200,7 @@ def cpu_runner(kind: str):
                                        sweeps // every, bins, series)
                     i += 1
 
+    @cached
     @numba.njit(parallel=True)
     def run_items(lattice, words, thr, group0, seed, key, L, S, strips, spg, span, n_systems, therm, sweeps, every, row,
                   bins, series):
@@ -332,6 +336,7 @@ def cuda_runner(kind: str):
     def half_sweep_kernel(update):
         # int8 has two: four sites per uint32 (S % 4 == 0) and site by site. The first alone
         # needs 32 registers (both in one kernel 48): 2048 threads fit on a multiprocessor, not 1280.
+        @cached
         @cuda.jit(**kernel_options("half_sweep"))
         def half_sweep(lattice, words, thr, c, row, g0, n_groups, L, S, strips, seed, key, hs, group0, count, counts):
             # Grid (items of a row / (32 K), L / R, groups), blocks (32, R) (R = _BLOCK_ROWS): a
@@ -368,6 +373,7 @@ def cuda_runner(kind: str):
     half_sweep = half_sweep_kernel(update if multispin else device(_update_quad_words))
     half_sweep_sites = None if multispin else half_sweep_kernel(device(_update_quad_sites))
 
+    @cached
     @cuda.jit
     def measure(lattice, row, g0, n_groups, L, S, strips, counts):
         # The grid of half_sweep (with one item per thread); int8 takes whole rows (``row = 1``).
@@ -393,6 +399,7 @@ def cuda_runner(kind: str):
             cuda.atomic.add(counts, (g, 0, 0), np.int64(down))
             cuda.atomic.add(counts, (g, 0, 1), np.int64(anti))
 
+    @cached
     @cuda.jit
     def record(counts, i, n_measurements, N, spg, span, n_systems, bins, series):
         s = cuda.grid(1)
@@ -401,6 +408,7 @@ def cuda_runner(kind: str):
             down, anti, flips = _system_counts(counts, s, spg, span)
             metropolis.record(bins, series, s, i, n_measurements, N, down, anti, flips)
 
+    @cached
     @cuda.jit
     def resident(lattice, thr, group0, seed, key, L, S, therm, sweeps, every, n_systems, bins, series):
         # One block per group of 32 lattices, kept in shared memory for the whole run.
@@ -477,8 +485,7 @@ def cuda_runner(kind: str):
             d_lattice, d_thr, d_bins, d_series = (cuda.to_device(a) for a in (lattice, thr, bins, series))
             d_counts = cuda.to_device(np.zeros((n_groups, 32, _COUNTS), dtype=np.int64))
         stream = cuda.stream()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", numba.core.errors.NumbaPerformanceWarning)
+        with launching("ising", stream):
             if multispin and not strips and L <= RESIDENT_MAX_L:
                 threads = min(_RESIDENT_THREADS, -(-(L * S) // 32) * 32)
                 resident[n_groups, threads, stream, 8 * L * S](d_lattice, d_thr, group0, seed, key, L, S, therm,

@@ -13,6 +13,7 @@ import numpy as np
 from scipy import special
 
 from ...core import rng
+from ...core.backend import cached
 from ...core.templates.coupled import OscillatorKernel
 
 #: Philox stream of the quenched disorder (frequencies, initial phases): the same for
@@ -47,6 +48,7 @@ def kernel():
     return OscillatorKernel(step, noise)
 
 
+@cached
 @numba.njit(parallel=True)
 def _disorder_uniforms(n, seed, rid, first_draw):
     """``n`` uniforms in (0, 1): word ``i % 4`` of Philox block ``first_draw + i // 4``."""

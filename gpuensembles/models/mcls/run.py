@@ -21,7 +21,7 @@ import xarray as xr
 
 from ...core import backend as _backend
 from ...core import engine, io
-from ...core.backend import Backend, Progress
+from ...core.backend import Backend, Progress, cached
 from ...core.templates.walks import walk_runner
 from . import mcsa
 from .physics import KERNELS
@@ -223,6 +223,7 @@ class _Problem:
                               self.stream, self.cutoff, self.max_steps, self.width, counts, base, matrix)
 
 
+@cached
 @numba.njit(parallel=True)
 def _times_transpose(indptr, indices, data, T):
     """``(H @ T.T).T`` for CSR ``H`` and a C-ordered batch of row vectors ``T`` (parallel over rows of ``T``)."""

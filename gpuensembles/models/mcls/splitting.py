@@ -19,6 +19,8 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from ...core.backend import cached
+
 #: Up to this size the spectral radii come from ARPACK (power iteration if it fails); above it from power iteration.
 _ARPACK_MAX_N = 5_000
 #: Work budget of the power iteration, in stored entries times iterations.
@@ -145,6 +147,7 @@ def transition_table(M) -> TransitionTable:
     return TransitionTable(M.indptr.astype(np.int64), M.indices.astype(np.int32), cdf, factor)
 
 
+@cached
 @numba.njit
 def _row_cdfs(indptr, absolute):
     """Per-row cumulative probabilities (each row summed on its own, its last entry exactly 1) and row sums."""

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from ...core.backend import bind_cuda, out_of_memory_as_memory_error, simulating_cuda
+from ...core.backend import bind_cuda, cached, launching, out_of_memory_as_memory_error, simulating_cuda
 from . import physics as quasi_greedy
 
 cuda = None  # numba.cuda once the CUDA runner is built (see bind_cuda)
@@ -66,6 +66,7 @@ def valid_lanes(w, clones):
     return quasi_greedy.ALL_ONES if left >= 32 else np.uint32((np.uint64(1) << np.uint64(left)) - np.uint64(1))
 
 
+@cached
 @numba.njit(parallel=True)
 def _initial(spins, N, runs, seed, key1):
     n_runs, words, _ = spins.shape
@@ -97,6 +98,7 @@ def _rounds(best, timeout, sweep_round):
 # --------------------------------------------------------------------------- CPU
 
 
+@cached
 @numba.njit(parallel=True)
 def _round_cpu(spins, progress, found, best, graph, N, clones, P, always, timeout, seed, key1, runs, t_end):
     n_runs, words, _ = spins.shape
@@ -165,6 +167,7 @@ def cuda_runner():
         def syncwarp():
             cuda.syncwarp()
 
+    @cached
     @cuda.jit
     def round_kernel(spins, progress, best, graph, bounds, n_sets, N, clones, P, always, timeout, seed, key1, runs,
                     t_end, n_warps):
@@ -238,9 +241,10 @@ def cuda_runner():
         d_spins, d_progress, d_best, d_graph, d_bounds, d_runs = d
 
         def sweep_round(t_end):
-            round_kernel[blocks, 32 * n_warps, stream, shared](
-                d_spins, d_progress, d_best, d_graph, d_bounds, n_sets, N, clones, P, always, timeout, seed, key1,
-                d_runs, t_end, n_warps)
+            with launching("xorsat", stream):
+                round_kernel[blocks, 32 * n_warps, stream, shared](
+                    d_spins, d_progress, d_best, d_graph, d_bounds, n_sets, N, clones, P, always, timeout, seed, key1,
+                    d_runs, t_end, n_warps)
             d_best.copy_to_host(host_best, stream=stream)
             stream.synchronize()
 

@@ -1,0 +1,143 @@
+"""The on-disk kernel cache: a fresh process loads what an earlier one compiled, gives the same
+numbers, and never loads a kernel compiled from other source (``gpuensembles.core.cache``)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numba
+import numpy as np
+import pytest
+
+from gpuensembles.core import cache
+from gpuensembles.core.backend import cached
+from gpuensembles.core.templates.first_passage import first_passage_runner
+from gpuensembles.models.josephson.physics import escape_kernel
+
+ROOT = Path(__file__).parent.parent.parent
+
+
+def fresh_process(cache_dir, *args, **env):
+    """Run ``tests/cache_checks.py`` in a new interpreter with ``cache_dir`` as the cache."""
+    settings = dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir), PYTHONPATH=str(ROOT))
+    settings.pop(cache.DISABLE_VARIABLE, None)
+    settings.update(env)
+    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "cache_checks.py"), *args], env=settings,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
+def entries(cache_dir):
+    return sorted(Path(cache_dir).rglob("*.nbc"))
+
+
+def test_a_second_process_loads_every_kernel_from_the_cache(tmp_path):
+    first = fresh_process(tmp_path)
+    assert first["compiled"] and first["compile_seconds"] > 0
+    assert all(misses >= 1 and hits == 0 for hits, misses in first["cache"].values())
+    second = fresh_process(tmp_path)
+    assert second["compiled"] == []  # every registered example: nothing compiled at all
+    assert second["compile_seconds"] == 0
+    assert set(second["cache"]) == set(first["cache"])
+    assert all(hits >= 1 and misses == 0 for hits, misses in second["cache"].values()), second["cache"]
+    assert second["results"] == first["results"]  # bit for bit
+
+
+def test_edited_source_misses_and_recompiles(tmp_path):
+    first = fresh_process(tmp_path, "escape_times")
+    edited = fresh_process(tmp_path, "--edited", "escape_times")
+    assert "_cpu_first_passage.<locals>.run_items" in edited["compiled"]
+    assert all(hits == 0 for hits, _ in edited["cache"].values())
+    assert edited["results"] == first["results"]
+    assert len(entries(tmp_path)) == 2  # one entry per key; the first is kept, never loaded for the edit
+
+
+def test_a_damaged_entry_is_compiled_again(tmp_path):
+    first = fresh_process(tmp_path, "escape_times")
+    for path in entries(tmp_path):
+        path.write_bytes(path.read_bytes()[:100])  # as if a writer had died half-way (renames make this rare)
+    again = fresh_process(tmp_path, "escape_times")
+    assert "_cpu_first_passage.<locals>.run_items" in again["compiled"]
+    assert again["results"] == first["results"]
+    assert fresh_process(tmp_path, "escape_times")["compiled"] == []  # rewritten whole
+
+
+def test_the_cache_can_be_turned_off(tmp_path):
+    off = fresh_process(tmp_path, "escape_times", GPUENSEMBLES_CACHE="0")
+    assert "_cpu_first_passage.<locals>.run_items" in off["compiled"]
+    assert off["compile_seconds"] > 0  # the compile clock runs without the cache too
+    assert entries(tmp_path) == []
+
+
+def runner_key(*args):
+    return first_passage_runner(escape_kernel(*args), "cpu").kernel._cache.stable_key()
+
+
+def test_the_key_follows_what_the_kernel_is_compiled_from():
+    key = runner_key("underdamped", "float32")
+    assert key is not None and len(key) == 64
+    assert runner_key("underdamped", "float32") == key
+    assert runner_key("overdamped", "float32") != key  # another closure (model)
+    assert runner_key("underdamped", "float64") != key  # another precision (numpy type in a cell)
+
+
+def test_a_function_without_a_stable_description_is_compiled_but_not_cached(tmp_path, monkeypatch):
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    table = np.arange(5000)  # frozen into the code, but too large to describe by value
+
+    @cached
+    @numba.njit
+    def lookup(i):
+        return table[i] + 1
+
+    with pytest.raises(cache.Unkeyable):
+        cache.describe(table)
+    assert lookup(np.int64(41)) == 42
+    assert lookup._cache.stable_key() is None
+    assert entries(tmp_path) == []
+
+
+def test_descriptions_are_values_not_identities():
+    assert cache.describe((np.float32(0.5), np.float32, {"afn", "nsz"})) == cache.describe(
+        (np.float32(0.5), np.float32, {"nsz", "afn"}))
+    assert cache.describe(np.float32(0.5)) != cache.describe(np.float64(0.5))
+    assert cache.describe(np.arange(3)) != cache.describe(np.arange(1, 4))
+
+
+CUDA_KEYS = """
+import json
+from gpuensembles.core import backend
+from gpuensembles.core.templates import coupled, first_passage, trajectories, walks
+from gpuensembles.models.ising import kernels as lattices
+from gpuensembles.models.josephson.physics import escape_kernel, switching_kernel
+from gpuensembles.models.kuramoto.physics import kernel as oscillators
+from gpuensembles.models.langevin.physics import kernel as trajectory_kernel
+from gpuensembles.models.mcls.physics import KERNELS
+from gpuensembles.models.xorsat import kernels as hypergraphs
+
+runners = [first_passage.first_passage_runner(escape_kernel("underdamped", "float32"), "cuda"),
+           first_passage.first_passage_runner(switching_kernel("underdamped", "float64"), "cuda"),
+           trajectories.trajectory_runner(trajectory_kernel("underdamped", "srk2", "rest", "float32"), "cuda"),
+           walks.walk_runner(KERNELS["adjoint"], "cuda"), coupled.mean_field_runner(oscillators(), "cuda"),
+           coupled.pairwise_runner(oscillators(), "cuda"), hypergraphs.cuda_runner()]
+kernels = [run.kernel for run in runners] + [k for kind in lattices.KINDS for k in lattices.cuda_runner(kind).kernels]
+cache = backend._stable_cuda_cache()
+print(json.dumps([[k.py_func.__qualname__, type(k._cache) is cache and k._cache.stable_key()] for k in kernels]))
+"""
+
+
+def test_every_cuda_kernel_has_a_stable_key(tmp_path):
+    # Building the CUDA kernels needs numba-cuda but no GPU (nothing is compiled here).
+    pytest.importorskip("numba_cuda")
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), PYTHONPATH=str(ROOT))
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    keys = [json.loads(subprocess.run([sys.executable, "-c", CUDA_KEYS], env=env, capture_output=True, text=True,
+                                      timeout=600, check=True).stdout) for _ in range(2)]
+    assert len(keys[0]) == 16  # 7 runners' kernels, 4 + 5 of the two Ising kinds
+    assert all(isinstance(key, str) and len(key) == 64 for _, key in keys[0]), keys[0]
+    shared = [name for name, key in keys[0] if [k for _, k in keys[0]].count(key) > 1]
+    assert shared == ["cuda_runner.<locals>.record"] * 2  # the Ising kinds' record kernel: same source and cells
+    assert keys[0] == keys[1]  # and every process computes the same ones
