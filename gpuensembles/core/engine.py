@@ -211,6 +211,8 @@ def is_dask(value) -> bool:
 
 
 def _active_client():
+    if "distributed" not in sys.modules:  # no client without it: spare a first call its 0.3 s import
+        return None
     try:
         from distributed import get_client
 
