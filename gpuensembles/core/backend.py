@@ -214,7 +214,8 @@ class KernelTimer:
 
     Made by :func:`kernel_timer`; every :func:`launching` block that runs while it is active
     records an event before and after its launches on the stream they use, and the time
-    between the two is that block's kernel time on the device.
+    between the two is that block's kernel time on the device. A kernel that compiles at its
+    launch does so between the two events: time calls after a warm-up.
     """
 
     def __init__(self):
