@@ -22,7 +22,6 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import dask.array as da
 import numpy as np
 import xarray as xr
 
@@ -198,7 +197,22 @@ def _split(n: int, size: int) -> tuple:
 # --------------------------------------------------------------------------- execution
 
 
+def dask_array():
+    """``dask.array``, imported on first use: a plain import of the package does without dask."""
+    import dask.array
+
+    return dask.array
+
+
+def is_dask(value) -> bool:
+    """True for a dask collection (dask is never imported to find out: none exists before it is)."""
+    dask = sys.modules.get("dask")
+    return dask is not None and dask.is_dask_collection(value)
+
+
 def _active_client():
+    if "distributed" not in sys.modules:  # no client without it: spare a first call its 0.3 s import
+        return None
     try:
         from distributed import get_client
 
@@ -272,7 +286,8 @@ def execute(plan: Plan, chunks=None, progress="auto", store=None):
         chunk_store = ChunkStore(store, plan, dask_chunks).open()
     if lazy:
         meta = np.empty((0,) * len(plan.dims), np.int64)
-        return da.map_blocks(_dask_block, plan, chunk_store, chunks=dask_chunks, dtype=np.int64, meta=meta)
+        return dask_array().map_blocks(_dask_block, plan, chunk_store, chunks=dask_chunks, dtype=np.int64,
+                                       meta=meta)
     if chunk_store is not None:
         try:
             return _run_eager_store(plan, chunk_store, progress)
@@ -329,7 +344,7 @@ def run_items(block: Callable, n_items: int, width: int, *, chunks=None, pieces:
     chunks = _chunk_size(chunks, n_items)
     if chunks is not None:
         size = min(check_count("chunks", chunks), n_items)
-        return da.map_blocks(_items_block, block, chunks=(_split(n_items, size), (width,)), dtype=np.float64,
+        return dask_array().map_blocks(_items_block, block, chunks=(_split(n_items, size), (width,)), dtype=np.float64,
                              meta=np.empty((0, 0), dtype=np.float64))
     show = sys.stderr.isatty() if progress == "auto" else bool(progress)
     bounds = np.linspace(0, n_items, max(1, min(pieces if show else 1, n_items)) + 1).astype(int)
@@ -384,6 +399,7 @@ def run_realizations(block: Callable, realizations: int, outputs: dict, *, chunk
         import dask
 
         bounds = np.cumsum((0,) + _split(realizations, min(check_count("chunks", chunks), realizations)))
+        da = dask_array()
         parts = [(lo, hi, dask.delayed(block, pure=True)(lo, hi)) for lo, hi in zip(bounds[:-1], bounds[1:])]
         return {name: _join([da.from_delayed(part[name], _block_shape(o, hi - lo), o.dtype) for lo, hi, part in parts],
                             o.axis, da) for name, o in outputs.items()}

@@ -1,4 +1,9 @@
-"""The backend module: choice of target, and the numpy compatibility step numba-cuda needs."""
+"""The backend module: choice of target, and the numpy compatibility steps numba-cuda needs."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -31,3 +36,37 @@ def test_unknown_backend_names_the_parameter(name):
 def test_cpu_needs_no_gpu():
     assert backend.resolve("cpu") == "cpu"
     assert "CPU" in backend.device_name("cpu")
+
+
+NUMPY_2_5 = """
+import warnings
+import numba
+import numpy as np
+
+plain = np.timedelta64
+
+
+class GenericUnitWarns(plain):  # numpy >= 2.5: a timedelta without a unit is deprecated
+    def __new__(cls, *args):
+        if len(args) == 1 and isinstance(args[0], str):
+            warnings.warn("The 'generic' unit for NumPy timedelta is deprecated, and will raise an error in the "
+                          "future.", DeprecationWarning, stacklevel=2)
+        return plain(*args)
+
+
+np.timedelta64 = GenericUnitWarns
+warnings.simplefilter("error", DeprecationWarning)
+"""
+
+
+@pytest.mark.parametrize("importer, warns", [("from numba import cuda", True),
+                                             ("from gpuensembles.core import backend; backend.cuda_module()", False)])
+def test_numba_cuda_import_warns_nothing_under_numpy_2_5(importer, warns):
+    # numba-cuda <= 0.30.4 builds np.timedelta64("nat") when imported; numpy >= 2.5 deprecates
+    # that, and the package's import of numba.cuda must not pass the warning on.
+    pytest.importorskip("numba_cuda")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    env["PYTHONPATH"] = str(Path(__file__).parent.parent.parent)
+    proc = subprocess.run([sys.executable, "-c", NUMPY_2_5 + importer], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert (proc.returncode != 0 and "DeprecationWarning" in proc.stderr) == warns, proc.stderr[-2000:]

@@ -10,7 +10,6 @@ import functools
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-import dask.array as da
 import numpy as np
 import xarray as xr
 
@@ -285,7 +284,7 @@ def _dataset(per_L, sizes, L_input, beta_da, realizations, schedule, n_bins, cal
     lmax = max(sizes)
     parts = {f"bin_{q}": [] for q in BIN_QUANTITIES}
     parts.update(e=[], m=[], snapshot=[])
-    xp = np if all(isinstance(raw["bins"], np.ndarray) for _, raw in per_L) else da
+    xp = np if all(isinstance(raw["bins"], np.ndarray) for _, raw in per_L) else engine.dask_array()
     for setup, raw in per_L:
         bins = raw["bins"].reshape((-1,) + raw["bins"].shape[2:])[:setup.n_systems] / counts[:, None]
         for k, q in enumerate(BIN_QUANTITIES):

@@ -8,11 +8,19 @@ temperature ``theta = D / damping``.
 import math
 
 import numpy as np
-from scipy import integrate, special
+from scipy import special
 
 #: ``-zeta(1/2) / sqrt(2 pi)``: shift of an absorbing barrier that makes discrete
 #: monitoring every ``h`` match continuous monitoring to first order (Broadie,
 #: Glasserman & Kou, Math. Finance 7, 325 (1997); Gobet, Stoch. Proc. Appl. 87, 167 (2000)).
+
+def _integrate():
+    """``scipy.integrate``, imported on first use (it pulls in much of SciPy)."""
+    from scipy import integrate
+
+    return integrate
+
+
 BGK_BETA = float(-special.zeta(0.5) / math.sqrt(2.0 * math.pi))
 
 
@@ -83,11 +91,11 @@ def overdamped_mfpt(*, V0, damping, gamma, D, x0=None, b=None, points_per_unit=4
     low = min(x0, a) - 2.0 * math.pi * periods
     n = int((b - low) * points_per_unit) | 1
     z = np.linspace(low, b, n)
-    inner = integrate.cumulative_simpson(np.exp(-u(z)), x=z, initial=0.0)
+    inner = _integrate().cumulative_simpson(np.exp(-u(z)), x=z, initial=0.0)
     mask = z >= x0
     y = np.concatenate(([x0], z[mask])) if z[mask][0] > x0 else z[mask]
     inner_y = np.interp(y, z, inner)
-    return float(damping / theta * integrate.simpson(np.exp(u(y)) * inner_y, x=y))
+    return float(damping / theta * _integrate().simpson(np.exp(u(y)) * inner_y, x=y))
 
 
 def discrete_monitoring_shift(*, D, damping, h, model="overdamped"):
@@ -134,7 +142,7 @@ def separatrix_action(gamma, V0=1.0):
         return -V0 * (np.cos(x) + gamma * x)
 
     left = optimize.brentq(lambda x: U(x) - U(b), -np.pi - a, a)
-    value, _ = integrate.quad(lambda x: np.sqrt(max(2.0 * (U(b) - U(x)), 0.0)), left, b, limit=200)
+    value, _ = _integrate().quad(lambda x: np.sqrt(max(2.0 * (U(b) - U(x)), 0.0)), left, b, limit=200)
     return 2.0 * value
 
 
@@ -148,7 +156,7 @@ def melnikov_depopulation(delta):
         """Integrand of Mel'nikov's depopulation factor."""
         return np.log(-np.expm1(-delta * (x * x + 0.25))) / (x * x + 0.25)
 
-    value, _ = integrate.quad(integrand, 0.0, np.inf, limit=200)
+    value, _ = _integrate().quad(integrand, 0.0, np.inf, limit=200)
     return float(np.exp(value / np.pi))
 
 
@@ -237,7 +245,7 @@ def fulton_dunkleberger_cdf(gamma, *, gamma_dot, rate, gamma_start=0.0, points=4
     with np.errstate(divide="ignore"):
         log_rate = np.log([rate(g) for g in grid])
     fine = np.linspace(grid[0], grid[-1], 20 * points)
-    exponent = integrate.cumulative_trapezoid(np.exp(np.interp(fine, grid, log_rate)), fine, initial=0.0) / gamma_dot
+    exponent = _integrate().cumulative_trapezoid(np.exp(np.interp(fine, grid, log_rate)), fine, initial=0.0) / gamma_dot
     return -np.expm1(-np.interp(gamma, fine, exponent))
 
 
@@ -246,7 +254,7 @@ def fulton_dunkleberger_mean(*, gamma_dot, rate, gamma_start=0.0, gamma_end=1.0,
     grid = np.linspace(gamma_start, gamma_end - 1e-9, 20 * points)
     survival = 1.0 - fulton_dunkleberger_cdf(grid, gamma_dot=gamma_dot, rate=rate, gamma_start=gamma_start,
                                              points=points)
-    return gamma_start + float(integrate.trapezoid(survival, grid))
+    return gamma_start + float(_integrate().trapezoid(survival, grid))
 
 
 def warm_start_gamma(*, gamma_dot, V0, damping, theta, probability=1e-9, form="melnikov", model="underdamped"):
@@ -265,7 +273,7 @@ def warm_start_gamma(*, gamma_dot, V0, damping, theta, probability=1e-9, form="m
 
     def excess(g):
         """Log of the survival exponent at bias ``g`` over the target."""
-        value, _ = integrate.quad(lambda x: escape_rate(x, **kw), 0.0, g, limit=200)
+        value, _ = _integrate().quad(lambda x: escape_rate(x, **kw), 0.0, g, limit=200)
         return math.log(value + 1e-300) - math.log(target)
 
     if excess(0.999) < 0:

@@ -12,8 +12,6 @@ import warnings
 from dataclasses import dataclass, replace
 from typing import Literal, get_args
 
-import dask
-import dask.array as da
 import numba
 import numpy as np
 import scipy.sparse as sp
@@ -333,7 +331,7 @@ def _assemble(problem: _Problem, raw, keep_batches: bool) -> xr.Dataset:
     """Batch tallies -> x, x_stderr and the run's diagnostics (lazy when ``raw`` is)."""
     counts = problem.per_batch.astype(np.float64)
     total = counts.sum()
-    if isinstance(raw, da.Array):
+    if engine.is_dask(raw):
         raw = raw.rechunk({0: -1})  # reduce over batches in one piece, in the order numpy does eagerly
     tallies, transitions = raw[:, :-1], raw[:, -1].sum()
     x = tallies.sum(axis=0) / total
@@ -381,7 +379,7 @@ def _diagnostics(problem: _Problem, transitions, walks: int) -> dict:
 
 
 def _as_int(value):
-    return value.astype(np.int64) if isinstance(value, da.Array) else np.int64(value)
+    return value.astype(np.int64) if engine.is_dask(value) else np.int64(value)
 
 
 def _residual(problem: _Problem, x):
@@ -390,8 +388,10 @@ def _residual(problem: _Problem, x):
     def relative(values):
         return np.float64(np.linalg.norm(problem.b - problem.A @ values) / np.linalg.norm(problem.b))
 
-    if isinstance(x, da.Array):
-        return da.from_delayed(dask.delayed(relative)(x), shape=(), dtype=np.float64)
+    if engine.is_dask(x):
+        import dask
+
+        return engine.dask_array().from_delayed(dask.delayed(relative)(x), shape=(), dtype=np.float64)
     return relative(x)
 
 

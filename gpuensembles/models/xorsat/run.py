@@ -11,7 +11,6 @@ out. A run's numbers depend only on the seed, its instance's size and index (``a
 
 import functools
 
-import dask.array as da
 import numpy as np
 import xarray as xr
 
@@ -253,7 +252,7 @@ def _dataset(raw, stacked, instances, p_da, ps, runs, clones, limit, timeout, se
     shape = (ps.size,) + tuple(instances.sizes[d] for d in stacked) + (runs,)
     dims = ("p",) + tuple(stacked) + (RUN,)
     best = raw["best"].reshape(shape)
-    xp = np if isinstance(best, np.ndarray) else da
+    xp = np if isinstance(best, np.ndarray) else engine.dask_array()
     solved = best != hypergraphs.NONE
     sweeps = xp.where(solved, (best >> np.uint64(32)).astype(np.int64), limit)
     clone = xp.where(solved, (best & np.uint64(0xFFFFFFFF)).astype(np.int64), -1)
