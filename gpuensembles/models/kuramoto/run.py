@@ -36,6 +36,8 @@ Initial = Literal["uniform", "synchronized"]
 DISTRIBUTIONS = ("lorentzian", "gaussian")
 SAMPLINGS, INITIAL = get_args(Sampling), get_args(Initial)
 MAX_BINS = 1024
+#: Most oscillators per system (one system's phases are then 8 GiB of float32).
+MAX_N = 2**31 - 1
 #: Largest allowed ``h |K| / g`` (mean field) or ``h max_i sum_j |K_ij| / g``.
 MAX_STEP_TIMES_RATE = 0.5
 
@@ -121,17 +123,16 @@ def kuramoto(
     cooperative launch per system (systems run one after another).
     """
     call = {k: v for k, v in locals().items() if k != "progress"}
-    N = engine.check_count("N", N, minimum=2)
+    N = engine.check_count("N", N, minimum=2, maximum=MAX_N)
     for name, value, allowed in (("sampling", sampling, SAMPLINGS), ("initial", initial, INITIAL)):
-        if value not in allowed:
-            raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
-    steps = engine.check_count("steps", steps)
-    every = engine.check_count("sample_every", sample_every)
+        engine.check_choice(name, value, allowed)
+    steps = engine.check_count("steps", steps, maximum=engine.MAX_STEPS)
+    every = engine.check_count("sample_every", sample_every, maximum=steps)
     if steps % every:
         raise ValueError(f"steps ({steps}) must be a multiple of sample_every ({every})")
-    bins = engine.check_count("bins", bins)
-    if bins > MAX_BINS:
-        raise ValueError(f"bins must be an integer in [1, {MAX_BINS}], got {bins}")
+    bins = engine.check_count("bins", bins, maximum=MAX_BINS)
+    # the working set of one system: phases (two copies), frequencies, their draws; the matrix
+    engine.check_memory(32 * N + (0 if coupling is None else 4 * N * N), f"one system of N={N} oscillators")
     matrix, given_omega = _check_coupling(N, K, coupling), _check_frequencies(N, frequencies, width, center)
     params = {k: engine.as_parameter(k, v) for k, v in
               dict(K=0.0 if K is None else K, width=width, center=center, kT=kT, g=g, h=h).items()}
@@ -139,10 +140,13 @@ def kuramoto(
     engine.check_range("kT", params["kT"], 0)
     engine.check_range("g", params["g"], 0, low_open=True)
     engine.check_range("h", params["h"], 0, low_open=True)
+    engine.check_representable("float32", params)
     rate = np.abs(params["K"]) if matrix is None else float(np.abs(matrix).sum(axis=0).max())
     worst = float((params["h"] * rate / params["g"]).max())
     if worst > MAX_STEP_TIMES_RATE:
-        raise ValueError(f"h is too large: h * coupling rate / g = {worst:.3g} > {MAX_STEP_TIMES_RATE}")
+        coupling_name = "K" if matrix is None else "the coupling matrix"
+        raise ValueError(f"h is too large for {coupling_name} and g: h * coupling rate / g = {worst:.3g} > "
+                         f"{MAX_STEP_TIMES_RATE}")
     plan = engine.make_plan(params, realizations=realizations, seed=seed, max_steps=steps,
                             kernel=engine.KernelSpec(kernel, ()), backend=backend)
     n_points = math.prod(plan.shape[:-1])
@@ -152,8 +156,9 @@ def kuramoto(
     settings = dict(N=N, every=every, bins=bins, matrix=matrix, omega=given_omega, distribution=frequencies
                     if given_omega is None else None, sampling=sampling, initial=initial)
     block = functools.partial(_run_block, plan, settings)
-    raw = engine.run_realizations(block, plan.realizations, outputs, chunks=chunks,
-                                  pieces=plan.realizations, progress=progress)
+    what = f"{engine.sizes_text(plan)}, {steps // every} samples (steps / sample_every) of {bins} bins"
+    raw = engine.run_realizations(block, plan.realizations, outputs, chunks=chunks, pieces=plan.realizations,
+                                  progress=progress, unit=engine.Units("systems", per_item=n_points), what=what)
     return _dataset(plan, raw, call, settings)
 
 
@@ -162,7 +167,7 @@ def _check_coupling(N, K, coupling):
         raise ValueError("give exactly one of K (constant coupling K/N, mean field) and coupling (an N x N matrix)")
     if coupling is None:
         return None
-    matrix = np.asarray(coupling, dtype=np.float64)
+    matrix = engine.real_array("coupling", coupling)
     if matrix.shape != (N, N) or not np.all(np.isfinite(matrix)):
         raise ValueError(f"coupling must be a finite ({N}, {N}) matrix, got shape {matrix.shape}")
     return matrix
@@ -173,7 +178,7 @@ def _check_frequencies(N, frequencies, width, center):
         if frequencies not in DISTRIBUTIONS:
             raise ValueError(f"frequencies must be one of {DISTRIBUTIONS} or an array of N values, got {frequencies!r}")
         return None
-    omega = np.asarray(frequencies, dtype=np.float64)
+    omega = engine.real_array("frequencies", frequencies)
     if omega.shape != (N,) or not np.all(np.isfinite(omega)):
         raise ValueError(f"frequencies must name a distribution or be {N} finite values, got shape {omega.shape}")
     if not (np.ndim(width) == 0 and width == 1.0 and np.ndim(center) == 0 and center == 0.0):
