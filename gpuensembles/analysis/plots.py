@@ -3,17 +3,34 @@
 import numpy as np
 
 
-def _axes(ax):
+def axes(ax):
+    """``ax`` if it is matplotlib Axes, new axes when it is None, else TypeError naming ``ax``.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes or None
+        Where to draw.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes to draw into.
+    """
     if ax is None:
         import matplotlib.pyplot as plt
 
         _, ax = plt.subplots(figsize=(5.5, 4))
+        return ax
+    from matplotlib.axes import Axes
+
+    if not isinstance(ax, Axes):
+        raise TypeError(f"ax must be matplotlib Axes or None, got {type(ax).__name__} {ax!r}")
     return ax
 
 
 def plot_cdf(sample, ax=None, theory=None, label="simulation"):
     """Empirical CDF of ``sample`` (NaN dropped), with ``theory(x)`` as a dashed line if given."""
-    ax = _axes(ax)
+    ax = axes(ax)
     x = np.sort(np.asarray(sample.values, dtype=float).ravel())
     x = x[np.isfinite(x)]
     y = np.arange(1, x.size + 1) / x.size
@@ -29,7 +46,7 @@ def plot_cdf(sample, ax=None, theory=None, label="simulation"):
 
 def plot_arrhenius(mean_time, stderr, fit, dim="D", ax=None):
     """``ln <T>`` against ``1/dim`` with 1-sigma error bars and the fitted curve."""
-    ax = _axes(ax)
+    ax = axes(ax)
     inv = 1.0 / mean_time[dim].values
     ax.errorbar(inv, np.log(mean_time.values), yerr=(stderr / mean_time).values, fmt="o", label="simulation")
     ax.plot(inv, np.log(fit["fit"].values), "-",
@@ -45,7 +62,7 @@ def plot_field(field, x=None, y=None, ax=None, **kwargs):
 
     ``x`` defaults to the first dimension; every other dimension is shown at its first index.
     """
-    ax = _axes(ax)
+    ax = axes(ax)
     x = x or field.dims[0]
     field = field.isel({d: 0 for d in field.dims if d not in (x, y)})
     if y is None:

@@ -109,14 +109,17 @@ def make_plan(params: dict, *, realizations, seed, max_steps, kernel: KernelSpec
         from .store import recorded_seed
 
         seed = recorded_seed(check_store(store))
+    for name, p in params.items():
+        if REALIZATION in p.dims:
+            raise ValueError(f"{name} must not use the dimension name {REALIZATION!r} (that of the ensemble)")
     try:
         arrays = xr.broadcast(*xr.align(*params.values(), join="exact"))
     except ValueError as err:
-        raise ValueError(f"parameters sharing a dimension must have the same length and coordinates: {err}") from None
+        shared = [n for n, p in params.items() if any(d in q.dims for d in p.dims for m, q in params.items() if m != n)]
+        raise ValueError(f"parameters sharing a dimension must have the same length and coordinates "
+                         f"({', '.join(shared)}): {err}") from None
     dims = arrays[0].dims
     arrays = tuple(a.transpose(*dims) for a in arrays)
-    if REALIZATION in dims:
-        raise ValueError(f"no parameter may use the dimension name {REALIZATION!r}")
     return Plan(inputs=dict(params), params=arrays, realizations=realizations, seed=check_seed(seed),
                 max_steps=max_steps, kernel=kernel, backend=backend)
 

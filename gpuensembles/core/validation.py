@@ -174,6 +174,56 @@ def check_representable(dtype: str, params: dict):
                              + ("; use dtype='float64' or rescale" if dtype == "float32" else ""))
 
 
+def check_dim(name: str, dim, dims) -> str:
+    """``dim`` if it is the name of one of ``dims``, else TypeError (not a str) or ValueError.
+
+    Parameters
+    ----------
+    name : str
+        The parameter (``"dim"``).
+    dim : str
+        The dimension name given.
+    dims : iterable of str
+        The dimensions of the data.
+
+    Returns
+    -------
+    str
+        ``dim``.
+    """
+    dims = tuple(dims)
+    if not isinstance(dim, str):
+        raise TypeError(f"{name} must be a dimension name (str), one of {dims}, got {type(dim).__name__} {dim!r}")
+    if dim not in dims:
+        raise ValueError(f"{name} must be a dimension of the data, one of {dims}, got {dim!r}")
+    return dim
+
+
+def check_grid(name: str, values, minimum_size: int = 1) -> np.ndarray:
+    """``values`` as a finite 1-D float64 array of at least ``minimum_size`` values.
+
+    Parameters
+    ----------
+    name : str
+        The parameter.
+    values : array_like
+        The grid.
+    minimum_size : int
+        Fewest values allowed.
+
+    Returns
+    -------
+    numpy.ndarray
+        The grid.
+    """
+    grid = real_array(name, values)
+    if grid.ndim != 1 or grid.size < minimum_size:
+        raise ValueError(f"{name} must be a 1-D grid of at least {minimum_size} values, got shape {grid.shape}")
+    if not np.all(np.isfinite(grid)):
+        raise ValueError(f"{name} must be finite (no NaN or inf)")
+    return grid
+
+
 def real_array(name: str, value) -> np.ndarray:
     """``value`` as a float64 array of any shape, refusing what is not a real number.
 
@@ -318,7 +368,7 @@ def available_memory() -> int:
 
 
 def format_bytes(n: float) -> str:
-    """``n`` bytes in binary units (``7.28 TiB``).
+    """``n`` bytes in binary units (``7.28 TiB``); any size, even beyond float64.
 
     Parameters
     ----------
@@ -330,11 +380,13 @@ def format_bytes(n: float) -> str:
     str
         The text.
     """
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if n < 1024 or unit == "PiB":
-            return f"{n:.3g} {unit}" if unit != "B" else f"{int(n)} B"
+    if n >= 2**1000:
+        return f"about 2**{int(n).bit_length() - 1} B"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024:
+            return f"{int(n)} B" if unit == "B" else f"{n:.3g} {unit}"
         n /= 1024
-    return f"{n:.3g} EiB"  # pragma: no cover (the loop returns)
+    return f"{n:.3g} PiB"
 
 
 #: What to do when a result does not fit in memory, appended to the message of check_memory.
@@ -365,5 +417,5 @@ def check_memory(nbytes: int, what: str, *, limit: int | None = None, fix: str =
     """
     limit = available_memory() if limit is None else limit
     if nbytes > limit:
-        raise ValueError(f"{what} needs about {format_bytes(nbytes)} of memory ({nbytes:.3g} bytes), more than "
-                         f"the {format_bytes(limit)} available: {fix}")
+        raise ValueError(f"{what} needs about {format_bytes(nbytes)} of memory, more than the "
+                         f"{format_bytes(limit)} available: {fix}")

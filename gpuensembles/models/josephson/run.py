@@ -130,6 +130,8 @@ def normalize(*, R, C, Ic, T, sweep_rate=None, h=None) -> dict:
     }
     out["D"] = out["damping"] * out["theta"]
     if sweep_rate is not None and h is not None:
+        h = engine.as_parameter("h", h)
+        engine.check_range("h", h, 0, low_open=True)
         out["dgamma"] = p["sweep_rate"] * t0 * h
     return out
 

@@ -141,6 +141,8 @@ def kuramoto(
     engine.check_range("g", params["g"], 0, low_open=True)
     engine.check_range("h", params["h"], 0, low_open=True)
     engine.check_representable("float32", params)
+    if given_omega is None:
+        _check_frequency_range(frequencies, params["width"], params["center"])
     rate = np.abs(params["K"]) if matrix is None else float(np.abs(matrix).sum(axis=0).max())
     worst = float((params["h"] * rate / params["g"]).max())
     if worst > MAX_STEP_TIMES_RATE:
@@ -160,6 +162,20 @@ def kuramoto(
     raw = engine.run_realizations(block, plan.realizations, outputs, chunks=chunks, pieces=plan.realizations,
                                   progress=progress, unit=engine.Units("systems", per_item=n_points), what=what)
     return _dataset(plan, raw, call, settings)
+
+
+#: Largest ``|z|`` of the standard variates behind the frequencies: uniforms lie in
+#: ``[2**-33, 1 - 2**-33]`` (:func:`gpuensembles.core.rng.uint32_to_uniform_f64`), quantiles
+#: in ``[1 / (2 N), 1 - 1 / (2 N)]`` with ``N < 2**31``.
+_Z_MAX = {"lorentzian": 1.0 / math.tan(math.pi * 2.0**-33), "gaussian": 6.4}
+
+
+def _check_frequency_range(distribution, width, center):
+    """Refuse a ``width`` or ``center`` whose frequencies ``center + width z`` could overflow float32."""
+    largest = float(np.abs(center).max()) + float(width.max()) * _Z_MAX[distribution]
+    if largest > float(np.finfo(np.float32).max):
+        raise ValueError(f"width and center give natural frequencies up to {largest:.3g}, beyond float32; rescale "
+                         "them (and h, K, kT) together")
 
 
 def _check_coupling(N, K, coupling):
