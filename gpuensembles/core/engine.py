@@ -44,6 +44,7 @@ from .validation import (  # noqa: F401  (the run functions' checks, reached as 
     check_representable,
     check_seed,
     format_bytes,
+    gathering,
     real_array,
 )
 
@@ -122,6 +123,26 @@ def make_plan(params: dict, *, realizations, seed, max_steps, kernel: KernelSpec
     arrays = tuple(a.transpose(*dims) for a in arrays)
     return Plan(inputs=dict(params), params=arrays, realizations=realizations, seed=check_seed(seed),
                 max_steps=max_steps, kernel=kernel, backend=backend)
+
+
+def at_worst(value: xr.DataArray, **params) -> str:
+    """``"a = 1, b = 2"``: the parameters at the point where ``value`` is largest (for messages).
+
+    Parameters
+    ----------
+    value : xarray.DataArray
+        A quantity over the parameters' dimensions.
+    **params : xarray.DataArray
+        The parameters, broadcastable against ``value``.
+
+    Returns
+    -------
+    str
+        Each parameter's value at that point.
+    """
+    value, *arrays = xr.broadcast(value, *(xr.DataArray(p) for p in params.values()))
+    where = np.unravel_index(int(np.nanargmax(value.values)), value.shape) if value.ndim else ()
+    return ", ".join(f"{name} = {float(a.values[where]):.4g}" for name, a in zip(params, arrays))
 
 
 def check_store(store):
@@ -232,7 +253,7 @@ def execute(plan: Plan, chunks=None, progress="auto", store=None, bytes_per_valu
         largest = math.prod(max(c) for c in dask_chunks)
         check_memory(largest * bytes_per_value, f"one chunk of {largest} values (chunks={chunks!r})",
                      limit=_memory_limit(client))
-    else:
+    if not lazy or gathering():
         check_memory(math.prod(plan.shape) * bytes_per_value, f"the result of {sizes_text(plan)}")
     chunk_store = None
     if store is not None:

@@ -67,7 +67,7 @@ def bar(total: int, show: bool, unit: str = "realizations", desc: str | None = N
     """
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, disable=not show, unit=f" {unit}", unit_scale=True, leave=False, desc=desc,
+    return tqdm(total=total, disable=not show, unit=f" {unit}", unit_scale=total >= 10**4, leave=False, desc=desc,
                 file=sys.stderr)
 
 

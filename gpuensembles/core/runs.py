@@ -14,10 +14,10 @@ from dataclasses import dataclass
 import dask.array as da
 import numpy as np
 
+from . import validation
 from .progress import bar as _progress_bar
 from .progress import shown, starting
-from .validation import available_memory as _available_memory
-from .validation import check_count, check_memory
+from .validation import check_count, check_memory, gathering
 
 
 def _split(n: int, size: int) -> tuple:
@@ -39,7 +39,7 @@ def _memory_limit(client) -> int:
         limits = [w.get("memory_limit") or 0 for w in client.scheduler_info().get("workers", {}).values()]
         if limits and min(limits) > 0:
             return int(min(limits))
-    return _available_memory()
+    return validation.available_memory()
 
 
 @dataclass(frozen=True)
@@ -104,6 +104,8 @@ def run_items(block: Callable, n_items: int, width: int, *, chunks=None, pieces:
         size = min(check_count("chunks", chunks), n_items)
         check_memory(size * width * 8, f"one chunk of {size} {units.name} (chunks={chunks})",
                      limit=_memory_limit(client))
+        if gathering():
+            check_memory(n_items * width * 8, f"the result of {what}")
         starting()
         return da.map_blocks(_items_block, block, chunks=(_split(n_items, size), (width,)), dtype=np.float64,
                              meta=np.empty((0, 0), dtype=np.float64))
@@ -170,6 +172,8 @@ def run_realizations(block: Callable, realizations: int, outputs: dict, *, chunk
         size = min(check_count("chunks", chunks), realizations)
         check_memory(sum(o.nbytes(size) for o in outputs.values()), f"one chunk of {size} (chunks={chunks}) of {what}",
                      limit=_memory_limit(client))
+        if gathering():
+            check_memory(sum(o.nbytes() for o in outputs.values()), f"the result of {what}")
         starting()
         bounds = np.cumsum((0,) + _split(realizations, size))
         parts = [(lo, hi, dask.delayed(block, pure=True)(lo, hi)) for lo, hi in zip(bounds[:-1], bounds[1:])]

@@ -6,6 +6,8 @@ object array), a :class:`ValueError` when it has the right type but lies outside
 allowed. Both messages name the parameter and say what is allowed.
 """
 
+import contextlib
+import contextvars
 import math
 import numbers
 import os
@@ -62,16 +64,21 @@ def check_count(name: str, value, minimum: int = 1, maximum: int | None = None) 
             raise ValueError(f"{name} must be {allowed}, got {value!r}")
         value = int(value)
     if value < minimum or (maximum is not None and value > maximum):
-        raise ValueError(f"{name} must be {allowed}, got {value!r}")
+        raise ValueError(f"{name} must be {allowed}, got {_int_text(int(value))}")
     return int(value)
 
 
 def _int_text(n: int) -> str:
-    """``n``, or ``2**k`` / ``2**k - 1`` / ``-2**k`` for large powers of two (readable limits)."""
+    """``n``, or ``2**k`` / ``2**k - 1`` / ``-2**k`` for large powers of two (readable limits).
+
+    Integers of more than 300 digits are shown by their order of magnitude.
+    """
     for k in range(16, 128):
         for value, text in ((2**k, f"2**{k}"), (2**k - 1, f"2**{k} - 1"), (-(2**k), f"-2**{k}")):
             if n == value:
                 return text
+    if abs(n).bit_length() > 1000:
+        return f"{'-' if n < 0 else ''}about 2**{abs(n).bit_length() - 1}"
     return str(n)
 
 
@@ -395,7 +402,45 @@ FIX = ("pass chunks= for a lazy result (ds.to_netcdf(path) then computes and wri
        "(gpuensembles.cluster()); or ask for less")
 
 
-def check_memory(nbytes: int, what: str, *, limit: int | None = None, fix: str = FIX):
+_GATHERED: contextvars.ContextVar = contextvars.ContextVar("gpuensembles_gathered", default=None)
+
+
+@contextlib.contextmanager
+def gathered(fix: str):
+    """Within the block, every result is gathered whole in this process (the command line does).
+
+    Lazy results are then checked whole too (:func:`gathering`), and ``fix`` replaces the
+    advice of :func:`check_memory`'s messages.
+
+    Parameters
+    ----------
+    fix : str
+        What the user can do instead.
+
+    Yields
+    ------
+    None
+        Run the run function inside the block.
+    """
+    token = _GATHERED.set(fix)
+    try:
+        yield
+    finally:
+        _GATHERED.reset(token)
+
+
+def gathering() -> bool:
+    """True inside :func:`gathered`: a lazy result will be computed whole in this process.
+
+    Returns
+    -------
+    bool
+        Whether to check a lazy result's whole size as well as its chunks'.
+    """
+    return _GATHERED.get() is not None
+
+
+def check_memory(nbytes: int, what: str, *, limit: int | None = None, fix: str | None = None):
     """Raise ValueError if ``nbytes`` will not fit in the memory available now.
 
     Parameters
@@ -407,14 +452,16 @@ def check_memory(nbytes: int, what: str, *, limit: int | None = None, fix: str =
         realizations=1000000000000 at 2 parameter points"``).
     limit : int, optional
         Bytes allowed (default: :func:`available_memory`).
-    fix : str
-        What the user can do, appended to the message.
+    fix : str, optional
+        What the user can do, appended to the message (default: :data:`FIX`, or the
+        advice of an enclosing :func:`gathered`).
 
     Raises
     ------
     ValueError
         Naming ``what``, the bytes needed and the bytes available.
     """
+    fix = fix or _GATHERED.get() or FIX
     limit = available_memory() if limit is None else limit
     if nbytes > limit:
         raise ValueError(f"{what} needs about {format_bytes(nbytes)} of memory, more than the "

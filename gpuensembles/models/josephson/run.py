@@ -150,12 +150,14 @@ def _check_step(model, V0, damping, gamma, h):
     """
     curvature = V0 * np.sqrt(1.0 - gamma**2)
     rate = curvature / damping if model == "overdamped" else np.sqrt(curvature)
-    worst = float((h * rate).max())
+    product = h * rate
+    worst = float(product.max())
     if worst > MAX_STEP_TIMES_RATE:
         kind = ("relaxation rate V0*cos(phi0)/damping" if model == "overdamped"
                 else "plasma frequency sqrt(V0*cos(phi0))")
         raise ValueError(
-            f"h is too large for V0, damping and gamma: h * {kind} = {worst:.3g} > {MAX_STEP_TIMES_RATE} "
+            f"h is too large for {engine.at_worst(product, V0=V0, damping=damping, gamma=gamma, h=h)}: "
+            f"h * {kind} = {worst:.3g} > {MAX_STEP_TIMES_RATE} "
             f"(fewer than {2 * math.pi / MAX_STEP_TIMES_RATE:.0f} steps per period); decrease h"
         )
 

@@ -144,11 +144,12 @@ def kuramoto(
     if given_omega is None:
         _check_frequency_range(frequencies, params["width"], params["center"])
     rate = np.abs(params["K"]) if matrix is None else float(np.abs(matrix).sum(axis=0).max())
-    worst = float((params["h"] * rate / params["g"]).max())
+    product = params["h"] * rate / params["g"]
+    worst = float(product.max())
     if worst > MAX_STEP_TIMES_RATE:
-        coupling_name = "K" if matrix is None else "the coupling matrix"
-        raise ValueError(f"h is too large for {coupling_name} and g: h * coupling rate / g = {worst:.3g} > "
-                         f"{MAX_STEP_TIMES_RATE}")
+        given = dict(K=params["K"]) if matrix is None else dict(coupling=xr.DataArray(rate))
+        raise ValueError(f"h is too large for {engine.at_worst(product, **given, g=params['g'], h=params['h'])}: "
+                         f"h * coupling rate / g = {worst:.3g} > {MAX_STEP_TIMES_RATE}")
     plan = engine.make_plan(params, realizations=realizations, seed=seed, max_steps=steps,
                             kernel=engine.KernelSpec(kernel, ()), backend=backend)
     n_points = math.prod(plan.shape[:-1])

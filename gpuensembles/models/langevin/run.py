@@ -190,10 +190,11 @@ def _check_step(model, params):
     else:
         rate = xr.apply_ufunc(np.maximum, g, 2 * np.pi * np.sqrt(V0))
         kind = "max(g, 2 pi sqrt(V0))"
-    worst = float((h * rate).max())
+    product = h * rate
+    worst = float(product.max())
     if worst > MAX_STEP_TIMES_RATE:
-        raise ValueError(f"h is too large for g and V0: h * {kind} = {worst:.3g} > {MAX_STEP_TIMES_RATE}; "
-                         "use a smaller h")
+        raise ValueError(f"h is too large for {engine.at_worst(product, g=g, V0=V0, h=h)}: h * {kind} = {worst:.3g} "
+                         f"> {MAX_STEP_TIMES_RATE}; use a smaller h")
 
 
 def _check_sampling(model, steps, transient, sample_every, record):
