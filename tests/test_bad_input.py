@@ -13,8 +13,9 @@ hypothesis profile ``ci`` (tests/conftest.py) fixes how many examples are drawn;
 tried per entry point are printed at the end of the module (``pytest -s``).
 
 Huge integers are drawn beyond 2**62, where every count has a limit (or the memory check
-refuses it): a huge but valid request (``steps=10**15``) would be a legitimate run of
-hours, not a validation hole, and is not drawn.
+refuses it), and negative ones down to -1000 or beyond -2**62: a huge but valid request
+(``steps=10**15``, a histogram of 10**8 cells) would be a legitimate run of hours or
+gigabytes, not a validation hole, and is not drawn.
 """
 
 import inspect
@@ -24,7 +25,7 @@ from collections import Counter, defaultdict
 import numpy as np
 import pytest
 import xarray as xr
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuensembles.core.registry import registered
@@ -49,7 +50,8 @@ def hostile():
     """Values a careless or malicious caller might pass for any parameter."""
     return st.one_of(
         st.sampled_from(_HOSTILE_VALUES),
-        st.integers(max_value=-1),
+        st.integers(min_value=-1000, max_value=-1),
+        st.integers(max_value=-(2**62)),
         st.integers(min_value=2**62 + 1, max_value=2**200),
         st.floats(min_value=1e19, allow_infinity=True, allow_nan=False),
         st.floats(max_value=-1e-300),
@@ -65,10 +67,10 @@ TRIED = defaultdict(Counter)
 def report_counts():
     """Print the cases tried per function and how they ended (``pytest -s`` shows it)."""
     yield
-    print("\nhostile-input cases tried per entry point (returned / ValueError / TypeError):")
+    print("\nhostile-input cases tried per entry point:")
     for name in sorted(TRIED):
         c = TRIED[name]
-        print(f"  {name:36s} {sum(c.values()):5d}  ({c['returned']} / {c['ValueError']} / {c['TypeError']})")
+        print(f"  {name:36s} {sum(c.values()):5d}  (" + ", ".join(f"{k} {v}" for k, v in sorted(c.items())) + ")")
 
 
 def _parameters(entry) -> list:
@@ -235,5 +237,78 @@ def test_other_entry_points_run_or_name_the_parameter(case, tmp_path_factory):
             pytest.fail(f"{case}({name}={value!r}) raised {type(err).__name__}: {err}")
         else:
             TRIED[case]["returned"] += 1
+
+    one()
+
+
+# --------------------------------------------------------------------------- command line
+
+#: A small run of every subcommand (its values are replaced one option at a time).
+COMMAND_LINES = {
+    "escape-times": "--damping 1 --gamma 0.5 --D 0.3 --h 0.01 --model overdamped --realizations 4 --max-steps 20000",
+    "switching-currents": "--damping 0.5 --D 0.05 --dgamma 2e-4 --h 0.01 --realizations 4",
+    "langevin": "--a 0 2 --f 0.3 --kT 0.5 --g 2 --h 0.01 --steps 48 --sample-every 12 --histogram 0 1 --realizations 5",
+    "kuramoto": "--N 18 --K 2 --h 0.02 --steps 12 --sample-every 4 --kT 0.2 --bins 8 --realizations 3",
+    "ising": "--L 4 --beta 0.3 0.5 --sweeps 4 --thermalization 1 --measure-every 2 --bins 2 --realizations 4",
+    "xorsat": "--N 24 --p 0.05 0.5 --clones 40 --runs 4 --timeout 12",
+    "mc-solve": "--problem laplacian-2d --size 4 --histories 4000 --batches 4",
+}
+
+_HOSTILE_TOKENS = ["nan", "inf", "-inf", "-1", "0", "-0", "0.5", "1e400", "-1e400", "1e-400", "9223372036854775808",
+                   "1e19", "2e62", "abc", "", " ", "0x10", "1,5", "1_0", "True", "None", "[]", "-abc", "--", "1e",
+                   "..", "/", "-2e7"]
+
+
+def _large_number(text: str) -> bool:
+    try:
+        return abs(float(text)) >= 100
+    except ValueError:
+        return False
+
+
+def hostile_token():
+    """Text a user might type for an option's value.
+
+    As for the API, numbers are drawn beyond every limit (or negative), never huge but
+    valid: ``--realizations 300000000`` is a legitimate run of hours, not a validation hole.
+    """
+    text = st.text(st.characters(exclude_characters="\x00"), max_size=6).filter(lambda s: not _large_number(s))
+    integers = st.one_of(st.integers(min_value=-1000, max_value=-1), st.integers(max_value=-(2**63)),
+                         st.integers(min_value=2**63, max_value=2**70))
+    return st.one_of(st.sampled_from(_HOSTILE_TOKENS), text, integers.map(str))
+
+
+@pytest.mark.parametrize("command", sorted(COMMAND_LINES))
+def test_the_command_line_runs_or_names_the_option(command, tmp_path_factory, capsys):
+    from gpuensembles import cli
+
+    base = [command, *COMMAND_LINES[command].split(), "--seed", "1", "--backend", "cpu", "--no-progress"]
+    values = [i for i, token in enumerate(base) if i > 0 and not token.startswith("--") and base[i - 1] != command]
+    folder = tmp_path_factory.mktemp(command)
+
+    @settings(max_examples=max(25, settings.default.max_examples // 4))  # a valid case writes a file: slower
+    @given(index=st.sampled_from(values), token=hostile_token())
+    def one(index, token):
+        argv = base[:index] + [token] + base[index + 1:]
+        option = next(base[i] for i in range(index, 0, -1) if base[i].startswith("--"))
+        with pytest.MonkeyPatch.context() as monkeypatch:
+            monkeypatch.chdir(folder)
+            try:
+                status = cli.main(argv + ["-o", str(folder / "out.nc")])
+            except SystemExit as exit_info:
+                TRIED[f"gpuensembles {command}"]["usage error"] += 1
+                last = capsys.readouterr().err.strip().splitlines()[-1]
+                assert exit_info.code == 2, f"{option} {token!r}: exit status {exit_info.code}"
+                # a token that looks like an option ('-abc') is one for argparse: then it is the token that is named;
+                # '--' ends the options: the arguments after it are missing, and those are named
+                named = (_names(last, option) or (token.startswith("-") and f"unrecognized arguments: {token}" in last)
+                         or (token == "--" and "the following arguments are required" in last))
+                assert named, f"{option} {token!r}: the message does not name {option}: {last}"
+                return
+            except Exception as err:  # noqa: BLE001
+                pytest.fail(f"gpuensembles {command} {option} {token!r} raised {type(err).__name__}: {err}")
+        TRIED[f"gpuensembles {command}"]["returned"] += 1
+        capsys.readouterr()
+        assert status == 0
 
     one()

@@ -135,7 +135,7 @@ def ising(
     thermalization = engine.check_count("thermalization", thermalization, minimum=0, maximum=MAX_SWEEPS)
     if sweeps + thermalization > MAX_SWEEPS:
         raise ValueError(f"sweeps + thermalization must be at most {MAX_SWEEPS}, got {sweeps + thermalization}")
-    every = engine.check_count("measure_every", measure_every, maximum=sweeps)
+    every = engine.check_count("measure_every", measure_every)
     if sweeps % every:
         raise ValueError(f"sweeps ({sweeps}) must be a multiple of measure_every ({every})")
     n_meas = sweeps // every

@@ -74,14 +74,16 @@ def _escape_estimate(kwargs):
     overdamped = kwargs["model"] == "overdamped"
     steps, longest = 0.0, 0.0
     try:
-        for V0, damping, gamma, D, h in itertools.product(*grids):
-            if overdamped:
-                mean = theory.overdamped_mfpt(V0=V0, damping=damping, gamma=gamma, D=D)
-            else:
-                rate = theory.escape_rate(gamma, V0=V0, damping=damping, theta=D / damping, form="melnikov")
-                mean = 1.0 / rate if rate > 0 else math.inf
-            steps += min(mean / h, kwargs["max_steps"]) * kwargs["realizations"]
-            longest = max(longest, mean)
+        with np.errstate(all="ignore"):  # a barrier far above the noise: exp overflows, the mean is infinite
+            for V0, damping, gamma, D, h in itertools.product(*grids):
+                if overdamped:
+                    mean = theory.overdamped_mfpt(V0=V0, damping=damping, gamma=gamma, D=D)
+                else:
+                    rate = theory.escape_rate(gamma, V0=V0, damping=damping, theta=D / damping, form="melnikov")
+                    mean = 1.0 / rate if rate > 0 else math.inf
+                mean = mean if math.isfinite(mean) else math.inf  # no escape within max_steps
+                steps += min(mean / h, kwargs["max_steps"]) * kwargs["realizations"]
+                longest = max(longest, mean)
     except (ValueError, ArithmeticError):
         return  # theory does not cover this point: no estimate rather than a wrong one
     source = "the exact overdamped MFPT" if overdamped else "the Mel'nikov rate"

@@ -127,7 +127,7 @@ def kuramoto(
     for name, value, allowed in (("sampling", sampling, SAMPLINGS), ("initial", initial, INITIAL)):
         engine.check_choice(name, value, allowed)
     steps = engine.check_count("steps", steps, maximum=engine.MAX_STEPS)
-    every = engine.check_count("sample_every", sample_every, maximum=steps)
+    every = engine.check_count("sample_every", sample_every)
     if steps % every:
         raise ValueError(f"steps ({steps}) must be a multiple of sample_every ({every})")
     bins = engine.check_count("bins", bins, maximum=MAX_BINS)

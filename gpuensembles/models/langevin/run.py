@@ -212,7 +212,7 @@ def _check_sampling(model, steps, transient, sample_every, record):
         if record is not None and names:
             raise ValueError(f"record={record!r} needs sample_every (samples are taken every sample_every steps)")
         return (math.gcd(steps, transient) if transient else steps), ()
-    every = engine.check_count("sample_every", sample_every, maximum=steps)
+    every = engine.check_count("sample_every", sample_every)
     if steps % every:
         raise ValueError(f"steps ({steps}) must be a multiple of sample_every ({every})")
     if transient % every:
