@@ -37,7 +37,7 @@ _HOSTILE_VALUES = [
     float("nan"), float("inf"), -float("inf"), np.float32("nan"), -0.0, 0.0, 0, -1, -1.5, 0.5, 5e-324, 1e308, -1e308,
     2**63, 2**63 - 1, 10**19, 2**64, 10**30, 10**400, -(2**63), 2.0**63, 1e19,
     True, False, np.bool_(True), 1 + 2j, complex("nan"),
-    "", "0.6", "abc", "auto", "1e6", b"bytes", None, object(), {"a": 1}, (), [], set(),
+    "", "\x00", "0.6", "abc", "auto", "1e6", b"bytes", None, object(), {"a": 1}, (), [], set(),
     [float("nan")], [1.0, float("nan")], [2**63], [10**30], ["a"], ["0.5", "0.6"], [True, False], [None, 1.0],
     [[1.0, 2.0]], [[1.0, 2.0], [3.0, 4.0]], [[1], [1, 2]], [1, [2]],
     np.zeros((2, 3)), np.zeros((0,)), np.array([1 + 1j]), np.array([None, 1.0], dtype=object), np.array(["a", "b"]),

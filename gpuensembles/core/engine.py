@@ -160,8 +160,9 @@ def check_store(store):
     """
     if isinstance(store, bytes) or not isinstance(store, (str, os.PathLike)):
         raise TypeError(f"store must be a directory path (str or path-like), got {type(store).__name__} {store!r}")
-    if not os.fspath(store):
-        raise ValueError("store must name a directory, got an empty path")
+    text = os.fsdecode(os.fspath(store))
+    if not text or "\x00" in text:
+        raise ValueError(f"store must name a directory, got {store!r}")
     return store
 
 
