@@ -312,3 +312,7 @@ def test_the_command_line_runs_or_names_the_option(command, tmp_path_factory, ca
         assert status == 0
 
     one()
+
+
+def test_every_subcommand_has_a_command_line_above():
+    assert set(COMMAND_LINES) == {entry.command.name for entry in registered()}
