@@ -93,26 +93,6 @@ def test_progress_other_than_auto_true_false_is_refused():
         ge.escape_times(**{**GOOD, "progress": "always"})
 
 
-@pytest.mark.parametrize("function", ["escape_times", "langevin"])
-def test_a_result_that_cannot_fit_in_memory_is_refused_before_allocation(function, monkeypatch):
-    # 10**12 realizations: 8 TB of int64 steps alone; numpy used to raise MemoryError (or worse)
-    monkeypatch.setattr(engine, "_run_eager", lambda *a: pytest.fail("ran"))
-    if function == "escape_times":
-        call = lambda: ge.escape_times(**{**GOOD, "realizations": 10**12})
-    else:
-        call = lambda: ge.langevin(h=0.01, steps=10, realizations=10**12, backend="cpu", progress=False)
-    with pytest.raises(ValueError, match=r"realizations=1000000000000.* needs about [\d.]+ TiB of memory") as err:
-        call()
-    assert "chunks=" in str(err.value) and "cluster" in str(err.value)
-
-
-def test_lazy_results_check_the_memory_of_one_chunk():
-    with pytest.raises(ValueError, match="one chunk of .* needs about"):
-        ge.escape_times(**{**GOOD, "realizations": 10**12, "chunks": 10**11})
-    lazy = ge.escape_times(**{**GOOD, "realizations": 10**12, "chunks": 10**6})
-    assert lazy.steps.shape == (10**12,)
-
-
 def test_overdamped_step_bound_uses_relaxation_rate():
     # h * V0 cos(phi0) / damping = 0.5 * 0.866 / 1 > 0.1
     with pytest.raises(ValueError, match="relaxation rate"):
