@@ -2,12 +2,16 @@
 
 There is one subcommand per registered run function (:mod:`gpuensembles.core.registry`).
 Any parameter option takes several values (``--D 0.004 0.008 0.012``), which become a
-dimension of the output. A progress bar runs on stderr, and a one-screen summary
+dimension of the output. The output paths are checked before the run; bad input exits
+with status 2 and one line naming the option; a progress bar runs on stderr when it is a
+terminal (``--progress``/``--no-progress`` decide otherwise); a one-screen summary
 (device, throughput, mean per parameter point) is printed at the end; the throughput
-leaves out the time spent compiling kernels, which the summary states beside it.
+leaves out the time spent compiling kernels, which the summary states beside it. A result
+that cannot be written where asked is saved to a fallback file (exit status 1).
 """
 
 import argparse
+import contextlib
 import re
 import sys
 import time
@@ -17,7 +21,9 @@ import numpy as np
 from . import __version__
 from .core.cache import compile_seconds
 from .core.commands import Seconds
+from .core.progress import shown
 from .core.registry import registered
+from .core.validation import check_memory, gathered
 
 EXAMPLES = """examples:
   gpuensembles escape-times --damping 0.05 --gamma 0.5 --D 0.01 --h 0.004 --realizations 5120 -o fpt.nc
@@ -34,74 +40,174 @@ EXAMPLES = """examples:
 
 DESCRIPTION = "Run a very large stochastic ensemble (GPU, or all CPU cores) and write it to NetCDF."
 
+_NUMBER = re.compile(r"-(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|-(inf|infinity|nan)", re.IGNORECASE)
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argparse parser that reads negative numbers (``-2e7``, ``-inf``) as values, never as options.
+
+    (argparse takes ``-2e7`` for an unknown option and answers ``expected at least one
+    argument``; then the run function could not say what the allowed range is.)
+    """
+
+    def _parse_optional(self, arg_string):
+        if _NUMBER.fullmatch(arg_string):
+            return None
+        return super()._parse_optional(arg_string)
+
 
 def _plain(text: str) -> str:
     """Docstring text as a terminal shows it: no reST roles or literal quotes."""
     text = re.sub(r":\w+:`~?([^`]+)`", r"\1", text)
-    return text.replace("``", "")
+    return text.replace("``", "").replace("::", ":")
+
+
+def _examples(command: str) -> str:
+    """The lines of :data:`EXAMPLES` that run ``command`` (with their continuation lines)."""
+    lines, keep = [], False
+    for line in EXAMPLES.splitlines()[1:]:
+        if line.startswith("  gpuensembles "):
+            keep = line.startswith(f"  gpuensembles {command} ")
+        if keep:
+            lines.append(line)
+    return "example:\n" + "\n".join(lines) + "\n" if lines else ""
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``gpuensembles`` parser: one subcommand per registered run function."""
-    parser = argparse.ArgumentParser(prog="gpuensembles", description=DESCRIPTION, epilog=EXAMPLES,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(prog="gpuensembles", description=DESCRIPTION, epilog=EXAMPLES,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"gpuensembles {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="<model>")
     for entry in sorted(registered(), key=lambda e: e.command.name):
         command = entry.command
         p = sub.add_parser(command.name, help=command.help, description=_plain(entry.function.__doc__.split("\n\n")[0]),
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
+                           epilog=_examples(command.name), formatter_class=argparse.RawDescriptionHelpFormatter)
         command.add_arguments(p)
-        p.set_defaults(command_spec=command)
+        p.set_defaults(command_spec=command, subparser=p)
     return parser
 
 
+def _as_options(message: str, parser: argparse.ArgumentParser) -> str:
+    """``message`` with the run function's parameter names replaced by the options the user typed.
+
+    A name is replaced where it is used as a parameter (``gamma must ...``, ``h is too
+    large``, ``realizations=...``, ``steps (48)``), not where the word is prose.
+    """
+    options = {a.dest: max(a.option_strings, key=len) for a in parser._actions if a.option_strings}
+    options.pop("help", None)
+    names = "|".join(re.escape(d) for d in sorted(options, key=len, reverse=True))
+    pattern = re.compile(rf"(?<![\w.'\"-])({names})(?={_USED_AS_PARAMETER})")
+    return pattern.sub(lambda m: options[m.group(1)], message)
+
+
+#: What follows a parameter's name where a message uses it as the parameter.
+_USED_AS_PARAMETER = r" must\b| is too\b| has repeated\b| overflows\b| = |=| \(| and [\w-]+ give"
+
+
 def _compute(ds, client, show):
-    """Compute a dask-backed result, with dask's progress bar (distributed's on a cluster)."""
+    """Compute a dask-backed result, with dask's progress bar (distributed's on a cluster), on stderr."""
     if client is not None:
         from distributed import progress
 
         ds = ds.persist()
         if show:
-            progress(ds)
+            with contextlib.redirect_stdout(sys.stderr):  # distributed draws on stdout; the summary goes there
+                progress(ds)
+            print(file=sys.stderr)
         return ds.compute()
     from dask.diagnostics import ProgressBar
 
     if show:
-        with ProgressBar():
+        with ProgressBar(out=sys.stderr):
             return ds.compute()
     return ds.compute()
+
+
+def _check_paths(args):
+    """The files and folders the run writes, before it starts (named by their options)."""
+    from .core.io import check_output
+    from .core.store import check_writable
+
+    check_output(args.output, "-o/--output")
+    if args.plot_path:
+        check_output(args.plot_path, "--plot")
+    if getattr(args, "store", None):
+        check_writable(args.store, "--store")
+
+
+def _start_cluster():
+    """A local cluster with its dashboard on a free port; its address goes to stderr."""
+    from .core.cluster import cluster
+
+    client = cluster(dashboard_address=":0")
+    print(f"cluster: {len(client.scheduler_info().get('workers', {}))} worker(s); dashboard {client.dashboard_link}",
+          file=sys.stderr)
+    return client
 
 
 def main(argv=None) -> int:
     """Run the command line; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    command = args.command_spec
+    command, sub = args.command_spec, args.subparser
+
+    def usage_error(err):
+        """Exit with status 2 and one line naming the option (argparse's convention for bad usage)."""
+        sub.exit(2, f"gpuensembles {command.name}: error: {_as_options(str(err), sub)}\n")
+
     client = None
     try:
+        _check_paths(args)
+        show = shown(args.progress)
         if args.cluster:
-            from .core.cluster import cluster
-
-            client = cluster(dashboard_address=None)
+            client = _start_cluster()
         t0, compiled = time.perf_counter(), compile_seconds()
-        ds = command.run(args)
+        with gathered(GATHER_FIX):  # the result is computed whole here: lazy results are checked whole too
+            ds = command.run(args)
         if any(not isinstance(v.data, np.ndarray) for v in ds.data_vars.values()):  # lazy: run the chunks
-            ds = _compute(ds, client, show=not args.no_progress)
+            check_memory(ds.nbytes, "the result the command line gathers", fix=GATHER_FIX)
+            ds = _compute(ds, client, show=show)
         wall = time.perf_counter() - t0
         # the rate leaves out the kernels' compilation in this process (a cluster's workers compile unseen)
         compiling = None if client is not None else compile_seconds() - compiled
         seconds = Seconds(max(wall - (compiling or 0.0), 1e-9), compiling)
-    except ValueError as err:
-        parser.exit(2, f"gpuensembles: error: {err}\n")
+    except (ValueError, TypeError) as err:
+        usage_error(err)
     finally:
         if client is not None:
             client.close()
-    ds.to_netcdf(args.output)
+    return _finish(ds, args, command, seconds)
+
+
+#: What to do when a result is too large for the command line's process.
+GATHER_FIX = ("the command line holds the whole result in its own process (--chunks and --cluster do not change "
+              "that); ask for less, or use the Python API, whose lazy results ds.to_netcdf(path) writes chunk by chunk")
+
+
+def _finish(ds, args, command, seconds) -> int:
+    """Write the result (to a fallback file if the output cannot be written), plot it, summarise it."""
+    from .core.io import save_result
+
+    status = 0
+    try:
+        written, failure = save_result(ds, args.output, command.name)
+    except OSError as err:
+        print(f"gpuensembles {command.name}: error: {err}; the result is lost", file=sys.stderr)
+        return 1
+    if failure is not None:
+        print(f"gpuensembles {command.name}: error: could not write {args.output} ({failure}); "
+              f"the result was saved to {written} instead", file=sys.stderr)
+        status = 1
     if args.plot_path:
-        command.plot(ds, args.plot_path)
-    command.summary(ds, seconds, args.output)
-    return 0
+        try:
+            command.plot(ds, args.plot_path)
+        except OSError as err:
+            print(f"gpuensembles {command.name}: error: could not draw {args.plot_path} ({err}); "
+                  f"the result is in {written}", file=sys.stderr)
+            status = 1
+    command.summary(ds, seconds, str(written))
+    return status
 
 
 if __name__ == "__main__":

@@ -8,8 +8,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, settings
 
 HERE = Path(__file__).parent
+
+# Property-based tests: "ci" (the default) draws a fixed, reproducible set of examples
+# without a deadline (a first call compiles kernels); HYPOTHESIS_PROFILE=thorough draws
+# ten times as many, at random, for a longer hunt.
+settings.register_profile("ci", max_examples=400, deadline=None, derandomize=True, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+settings.register_profile("thorough", parent=settings.get_profile("ci"), max_examples=1500, derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def _simulator_cases() -> dict:

@@ -6,12 +6,17 @@ operations only, so dask-backed inputs stay lazy. Nothing here knows a model: th
 variable names of escape-time and switching-current results and delegates here.
 """
 
+import numbers
+
 import numpy as np
 import xarray as xr
 
 from ..core.io import REALIZATION
+from ..core.validation import check_choice, check_count, check_dim, check_grid
 
 CENSORED = ("nan", "drop")
+#: Most bins :func:`rate_from_histogram` makes.
+MAX_BINS = 2**20
 
 
 def mean(times: xr.DataArray, passed: xr.DataArray, dim: str = REALIZATION, censored: str = "nan") -> xr.Dataset:
@@ -36,8 +41,8 @@ def mean(times: xr.DataArray, passed: xr.DataArray, dim: str = REALIZATION, cens
         ``mean``, ``stderr`` (sample std / sqrt(n)), ``n`` (realizations used) and
         ``n_censored``, each without ``dim``.
     """
-    if censored not in CENSORED:
-        raise ValueError(f"censored must be one of {CENSORED}, got {censored!r}")
+    check_choice("censored", censored, CENSORED)
+    check_dim("dim", dim, times.dims)
     kept = times.where(passed)
     n = passed.sum(dim)
     n_censored = (~passed).sum(dim)
@@ -65,9 +70,8 @@ def survival(times: xr.DataArray, passed: xr.DataArray, t, censor_time: xr.DataA
     beyond the earliest censoring time of a point ``S`` is unknown and returned as NaN.
     Works for switching currents too (``T`` the switching bias, ``t`` a bias grid).
     """
-    grid = xr.DataArray(np.asarray(t, dtype=float), dims=(grid_dim,), attrs={"units": times.attrs.get("units", "1")})
-    if grid.ndim != 1 or grid.size == 0:
-        raise ValueError("t must be a non-empty 1-D grid of times")
+    check_dim("dim", dim, times.dims)
+    grid = xr.DataArray(check_grid("t", t), dims=(grid_dim,), attrs={"units": times.attrs.get("units", "1")})
     alive = (times > grid) | ~passed
     s = alive.mean(dim)
     earliest = censor_time.where(~passed).min(dim)
@@ -101,11 +105,10 @@ def kramers_fit(mean_time: xr.DataArray, stderr: xr.DataArray, dim: str = "D", f
         reduced chi-square when it exceeds 1), ``intercept``, ``chi2`` and ``dof``,
         plus ``fit`` (the fitted ``<T>`` on the data's ``dim``).
     """
-    forms = ("arrhenius", "kramers", "power")
-    if form not in forms:
-        raise ValueError(f"form must be one of {forms}, got {form!r}")
+    check_choice("form", form, ("arrhenius", "kramers", "power"))
+    check_dim("dim", dim, mean_time.dims)
     if mean_time.dims != (dim,):
-        raise ValueError(f"kramers_fit needs means along {dim!r} only, got dims {mean_time.dims}; "
+        raise ValueError(f"kramers_fit needs means along dim={dim!r} only, got dims {mean_time.dims}; "
                          "select the other dims first")
     x = mean_time[dim].values.astype(float)
     y = np.log(mean_time.values)
@@ -154,10 +157,17 @@ def rate_from_histogram(currents: xr.DataArray, gamma_dot, bins=50, dim: str = R
     bins : int or array
         Number of bins over the sample's range, or bin edges.
     """
-    values = np.asarray(currents.values, dtype=float)
+    check_dim("dim", dim, currents.dims)
     if currents.dims != (dim,):
-        raise ValueError(f"rate_from_histogram needs one distribution along {dim!r}; got dims {currents.dims}, "
+        raise ValueError(f"rate_from_histogram needs one distribution along dim={dim!r}; got dims {currents.dims}, "
                          "select a single parameter point first")
+    if isinstance(bins, (numbers.Number, str, bytes, np.bool_)) or bins is None:
+        bins = check_count("bins", bins, maximum=MAX_BINS)
+    else:
+        bins = check_grid("bins", bins, minimum_size=2)
+        if np.any(np.diff(bins) <= 0):
+            raise ValueError("bins must be increasing bin edges")
+    values = np.asarray(currents.values, dtype=float)
     values = values[np.isfinite(values)]
     counts, edges = np.histogram(values, bins=bins)
     remaining = values.size - np.concatenate(([0], np.cumsum(counts)))  # S at each edge
@@ -197,16 +207,24 @@ def ks_compare(sample: xr.DataArray, cdf, grid=None, dim: str = REALIZATION) -> 
     """
     from scipy import stats
 
+    check_dim("dim", dim, sample.dims)
     if sample.dims != (dim,):
-        raise ValueError(f"compare needs one distribution along {dim!r}; got dims {sample.dims}")
+        raise ValueError(f"compare needs one distribution along dim={dim!r}; got dims {sample.dims}")
+    if not callable(cdf):
+        raise TypeError(f"cdf must be callable (x -> P(X <= x)), got {type(cdf).__name__} {cdf!r}")
     x = np.sort(np.asarray(sample.values, dtype=float))
     x = x[np.isfinite(x)]
+    grid = np.linspace(x[0], x[-1], 201) if grid is None else check_grid("grid", grid)
     test = stats.kstest(x, cdf)
-    grid = np.linspace(x[0], x[-1], 201) if grid is None else np.asarray(grid, dtype=float)
     empirical = np.searchsorted(x, grid, side="right") / x.size
+    try:
+        theory = cdf(grid)
+    except (ValueError, ArithmeticError) as err:
+        raise ValueError(f"the theoretical CDF cannot be evaluated on grid (from {grid.min():.6g} to "
+                         f"{grid.max():.6g}): {err}") from None
     return xr.Dataset(
         {
-            "difference": ("x", empirical - cdf(grid), {"long_name": "empirical CDF - theoretical CDF"}),
+            "difference": ("x", empirical - theory, {"long_name": "empirical CDF - theoretical CDF"}),
             "ks_statistic": ((), test.statistic),
             "ks_pvalue": ((), test.pvalue),
             "n": ((), x.size),
@@ -227,8 +245,9 @@ def quasipotential(mean_time: xr.DataArray, stderr: xr.DataArray, damping, dim: 
     Dataset
         ``barrier`` and ``barrier_stderr`` at the midpoints (in ``1/theta``) of ``dim``.
     """
+    check_dim("dim", dim, mean_time.dims)
     if mean_time.dims != (dim,):
-        raise ValueError(f"quasipotential needs means along {dim!r} only, got dims {mean_time.dims}")
+        raise ValueError(f"quasipotential needs means along dim={dim!r} only, got dims {mean_time.dims}")
     theta = mean_time[dim].values.astype(float) / float(damping)
     y = np.log(theta * mean_time.values)
     rel = (stderr / mean_time).values

@@ -5,11 +5,43 @@ The subcommands themselves are registered with :mod:`gpuensembles.core.registry`
 """
 
 import argparse
+import decimal
+import re
+import sys
 
+import numba
 import numpy as np
 
 from . import backend
 from .io import version
+
+_INTEGER = re.compile(r"[+-]?(\d+(\.0*)?|\d*\.?\d+[eE][+-]?\d+)")
+
+
+def integer(text: str) -> int:
+    """An integer option as a user types it: ``5120``, ``-1`` or ``1e6`` (range checks come later).
+
+    Parameters
+    ----------
+    text : str
+        The option's text.
+
+    Returns
+    -------
+    int
+        Its value.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        For text that is not an integer (``2.5``, ``ten``).
+    """
+    value = decimal.Decimal(text.strip()) if _INTEGER.fullmatch(text.strip()) else None
+    if value is not None and value.adjusted() > 300:
+        raise argparse.ArgumentTypeError(f"integer too large: {text!r}")
+    if value is None or value != value.to_integral_value():
+        raise argparse.ArgumentTypeError(f"invalid integer: {text!r}")
+    return int(value)
 
 
 def values(given):
@@ -35,19 +67,49 @@ def add_run_options(parser: argparse.ArgumentParser, unit: str):
     unit : str
         What one ``--chunks`` unit counts (e.g. ``"realizations"``).
     """
-    parser.add_argument("--seed", type=int, default=None, help="random seed in [0, 2**32); default: fresh, recorded")
+    parser.add_argument("--seed", type=integer, default=None,
+                        help="random seed in [0, 2**32); default: fresh, recorded")
     parser.add_argument("--backend", choices=backend.BACKENDS, default="auto")
-    parser.add_argument("-o", "--output", required=True, help="NetCDF file to write")
+    parser.add_argument("-o", "--output", required=True,
+                        help="NetCDF file to write (its folder must exist; checked before the run)")
     parser.add_argument("--plot", dest="plot_path", metavar="PNG", help="also draw the result into this PNG file")
-    parser.add_argument("--chunks", type=int, metavar="N", help=f"{unit} per chunk (a dask-backed run)")
+    parser.add_argument("--chunks", type=integer, metavar="N", help=f"{unit} per chunk (a dask-backed run)")
     parser.add_argument("--cluster", action="store_true",
-                        help="run the chunks on a local cluster: one worker per GPU (dask-cuda), or the CPU")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+                        help="run the chunks on a local cluster (one worker per GPU with dask-cuda, else the CPU); "
+                             "prints the dashboard's address")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default="auto",
+                        help="draw a progress bar on stderr (default: only when stderr is a terminal)")
 
 
 def run_options(args: argparse.Namespace) -> dict:
     """The keyword arguments of :func:`add_run_options` that every run function takes."""
-    return dict(seed=args.seed, backend=args.backend, chunks=args.chunks, progress=not args.no_progress)
+    return dict(seed=args.seed, backend=args.backend, chunks=args.chunks, progress=args.progress)
+
+
+def print_estimate(steps: float, backend_name: str, what: str, advice: str):
+    """Print a work estimate to stderr: the steps, and minutes or hours at a typical rate.
+
+    Rates: about 3e11 steps/s on a GPU, 5e7 per CPU thread (numba's threads).
+
+    Parameters
+    ----------
+    steps : float
+        Integration steps of the whole run.
+    backend_name : str
+        ``"auto"``, ``"cuda"`` or ``"cpu"``.
+    what : str
+        What the estimate rests on (e.g. the mean escape time and its source).
+    advice : str
+        What to change when the run takes more than an hour.
+    """
+    speed = 3e11 if backend.resolve(backend_name) == "cuda" else 5e7 * numba.config.NUMBA_NUM_THREADS
+    seconds = steps / speed
+    if seconds < 3600:
+        print(f"estimate: ~{steps:.2g} steps ({what}); about {seconds / 60:.2g} min at ~{speed:.0e} steps/s",
+              file=sys.stderr)
+    else:
+        print(f"estimate: ~{steps:.2g} steps ({what}); about {seconds / 3600:.3g} h at ~{speed:.0e} steps/s -- "
+              f"consider {advice}", file=sys.stderr)
 
 
 class Seconds(float):

@@ -1,7 +1,12 @@
 """CF attributes, provenance and NetCDF input/output."""
 
+import contextlib
 import datetime
+import os
 import platform
+import tempfile
+import time
+from pathlib import Path
 
 import numpy as np
 import xarray as xr
@@ -80,3 +85,74 @@ def open_dataset(path, **kwargs) -> xr.Dataset:
     """
     kwargs.setdefault("engine", "netcdf4")
     return xr.open_dataset(path, **kwargs)
+
+
+def check_output(path, what: str = "output"):
+    """Raise ValueError unless a file can be written at ``path`` (checked before a run, not after).
+
+    ``path`` must not be a folder, and its folder must exist and be writable.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file to write.
+    what : str
+        The parameter or option named in the message.
+    """
+    path = Path(path)
+    folder = path.parent
+    if path.is_dir():
+        raise ValueError(f"{what} {str(path)!r} is a folder; give a file name")
+    if not folder.exists():
+        raise ValueError(f"{what} {str(path)!r}: the folder {str(folder)!r} does not exist")
+    if not folder.is_dir():
+        raise ValueError(f"{what} {str(path)!r}: {str(folder)!r} is a file, not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"{what} {str(path)!r}: the folder {str(folder)!r} is not writable")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ValueError(f"{what} {str(path)!r} exists and is not writable")
+
+
+def save_result(ds: xr.Dataset, path, name: str) -> tuple:
+    """Write ``ds`` to NetCDF ``path``; if that fails, to a fallback file, so no finished work is lost.
+
+    The fallback is ``gpuensembles-<name>-<time>.nc`` in the current folder, else in the
+    temporary folder.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        The result.
+    path : str or path-like
+        Where it should go.
+    name : str
+        Names the fallback file (e.g. the subcommand).
+
+    Returns
+    -------
+    tuple
+        ``(written path, None)``, or ``(fallback path, the error that stopped the write to path)``.
+
+    Raises
+    ------
+    OSError
+        When no place could be written (the last error).
+    """
+    existed = Path(path).exists()
+    try:
+        ds.to_netcdf(path)
+        return Path(path), None
+    except (OSError, RuntimeError, ValueError) as err:  # disk full, permissions, netCDF4/HDF5 errors
+        first = err
+    if not existed:  # a partial file of ours, not a user's old one
+        with contextlib.suppress(OSError):
+            Path(path).unlink()
+    stem = f"gpuensembles-{name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.nc"
+    for folder in (Path.cwd(), Path(tempfile.gettempdir())):
+        try:
+            ds.to_netcdf(folder / stem)
+            return folder / stem, first
+        except (OSError, RuntimeError, ValueError) as err:
+            last = err
+    raise OSError(f"could not write {path} ({first}) nor a fallback copy in the current or temporary folder "
+                  f"({last})") from first

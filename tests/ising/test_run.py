@@ -143,7 +143,9 @@ def test_scalar_parameters_stay_scalar_coordinates_and_round_trip(tmp_path):
     (dict(beta=-0.1), "beta must lie in"),
     (dict(beta=np.nan), "beta must be finite"),
     (dict(sweeps=10, measure_every=3), "multiple of measure_every"),
-    (dict(sweeps=0), "sweeps must be an integer >= 1"),
+    (dict(sweeps=0), r"sweeps must be an integer in \[1, 2\*\*31 - 1\]"),
+    (dict(sweeps=2**31), "sweeps must be an integer in"),
+    (dict(realizations=10**12), r"realizations=1000000000000 .* needs about [\d.]+ TiB"),
     (dict(bins=11), "bins must be at most"),
     (dict(start="warm"), "start must be one of"),
     (dict(kernel="int16"), "kernel must be one of"),
@@ -154,4 +156,18 @@ def test_scalar_parameters_stay_scalar_coordinates_and_round_trip(tmp_path):
 def test_bad_input_is_refused_before_running(kwargs, match):
     kw = dict(L=8, beta=0.4, sweeps=10, realizations=2, **CPU)
     with pytest.raises(ValueError, match=match):
+        ge.ising(**{**kw, **kwargs})
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(L="8"), "L must be a real number"),
+    (dict(L=[8, None]), "L must be a real number"),
+    (dict(L=True), "L must be a real number"),
+    (dict(series="yes"), "series must be True or False"),
+    (dict(snapshot=np.nan), "snapshot must be True or False"),
+    (dict(sweeps="10"), "sweeps must be an integer"),
+])
+def test_wrong_types_are_refused(kwargs, match):
+    kw = dict(L=8, beta=0.4, sweeps=10, realizations=2, **CPU)
+    with pytest.raises(TypeError, match=match):
         ge.ising(**{**kw, **kwargs})

@@ -103,7 +103,7 @@ def test_kramers_fit_input_checks():
         fpt.kramers_fit(m, m * 0.1, form="eyring")
     with pytest.raises(ValueError, match="more than 3 points"):
         fpt.kramers_fit(m, m * 0.1, form="power")
-    with pytest.raises(ValueError, match="along 'D' only"):
+    with pytest.raises(ValueError, match="along dim='D' only"):
         fpt.kramers_fit(m.expand_dims(gamma=[0.5]), m * 0.1)
 
 

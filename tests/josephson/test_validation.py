@@ -1,4 +1,4 @@
-"""Bad input fails with a ValueError naming the parameter, before any kernel runs."""
+"""Bad input fails with a ValueError (a TypeError for a wrong type) naming the parameter, before any kernel runs."""
 
 import numpy as np
 import pytest
@@ -23,9 +23,9 @@ BAD = [
     ("realizations", -1, "realizations"),
     ("realizations", 0, "realizations"),
     ("realizations", 2.5, "realizations"),
-    ("realizations", True, "realizations"),
-    ("realizations", "10", "realizations"),
     ("max_steps", 0, "max_steps"),
+    ("max_steps", 10**19, r"max_steps must be an integer in \[1, 2\*\*62\]"),
+    ("max_steps", 2**62 + 1, "max_steps"),
     ("seed", -1, "seed"),
     ("seed", 2**32, "seed"),
     ("seed", 1.5, "seed"),
@@ -37,7 +37,6 @@ BAD = [
     ("D", [], "D"),
     ("D", [[0.01, 0.02]], "D"),
     ("D", [0.01, 0.01], "D"),
-    ("D", "hot", "D"),
     ("h", 0.0, "h"),
     ("h", -0.004, "h"),
     ("h", 0.5, "h is too large"),
@@ -53,14 +52,45 @@ BAD = [
     ("passage", "beyond", "passage"),
     ("chunks", 0, "chunks"),
     ("chunks", {"temperature": 3}, "chunks"),
+    ("chunks", 2.5, "chunks"),
+    ("store", "", "store"),
+]
+
+WRONG_TYPE = [
+    ("realizations", True, "realizations"),
+    ("realizations", "10", "realizations"),
+    ("realizations", None, "realizations"),
+    ("max_steps", "1e6", "max_steps"),
+    ("gamma", "0.6", "gamma must be a real number"),
+    ("gamma", ["0.4", "0.6"], "gamma must be a real number"),
+    ("gamma", True, "gamma"),
+    ("gamma", None, "gamma"),
+    ("D", "hot", "D"),
+    ("D", 0.01 + 0j, "D .*complex"),
+    ("D", [0.01, None], "D"),
+    ("D", {"a": 1}, "D"),
+    ("seed", "1", "seed"),
     ("chunks", "big", "chunks"),
+    ("store", 3.5, "store"),
 ]
 
 
 @pytest.mark.parametrize("name, value, message", BAD, ids=[f"{n}={v!r}" for n, v, _ in BAD])
-def test_bad_input_names_the_parameter(name, value, message):
+def test_bad_input_names_the_parameter(name, value, message, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # store="" would be the current directory
     with pytest.raises(ValueError, match=message):
         ge.escape_times(**{**GOOD, name: value})
+
+
+@pytest.mark.parametrize("name, value, message", WRONG_TYPE, ids=[f"{n}={v!r}" for n, v, _ in WRONG_TYPE])
+def test_wrong_type_is_a_type_error_naming_the_parameter(name, value, message):
+    with pytest.raises(TypeError, match=message):
+        ge.escape_times(**{**GOOD, name: value})
+
+
+def test_progress_other_than_auto_true_false_is_refused():
+    with pytest.raises(ValueError, match="progress must be one of"):
+        ge.escape_times(**{**GOOD, "progress": "always"})
 
 
 def test_overdamped_step_bound_uses_relaxation_rate():

@@ -204,24 +204,25 @@ def test_warns_when_rho_is_close_to_one():
     (dict(A=np.ones((2, 3))), "A must be square"),
     (dict(A=sp.csr_array(np.array([[0.0, 1.0], [1.0, 2.0]]))), "nonzero diagonal.*rows \\[0\\]"),
     (dict(A=np.array([[2.0, np.nan], [0.0, 2.0]])), "A must be finite"),
-    (dict(A=np.array([[2.0, 1j], [0.0, 2.0]])), "real"),
-    (dict(A=[[2.0, 1.0], [1.0, 2.0]]), "A must be a scipy.sparse matrix"),
     (dict(b=np.ones(3)), r"b must have shape \(2,\)"),
     (dict(b=np.zeros(2)), "nonzero entry"),
     (dict(method="backward"), "method must be one of"),
     (dict(estimator="track"), "estimator must be one of"),
-    (dict(histories=10, batches=64), "histories must be an integer >= 64"),
-    (dict(batches=1), "batches must be an integer >= 2"),
+    (dict(histories=10, batches=64), "histories must be an integer in \\[64, "),
+    (dict(batches=1), r"batches must be an integer in \[2, 2\*\*62\]"),
     (dict(weight_cutoff=1.0), r"weight_cutoff must be a number in \[0, 1\)"),
     (dict(weight_cutoff=float("nan")), "weight_cutoff"),
     (dict(weight_cutoff=0.0), "give max_steps"),
-    (dict(max_steps=0), "max_steps must be an integer >= 1"),
+    (dict(max_steps=0), r"max_steps must be an integer in \[1, "),
     (dict(entries=[0]), "entries selects rows for method='forward'"),
     (dict(method="forward", entries=[2]), r"entries must lie in \[0, 2\)"),
     (dict(method="forward", entries=[1, 1]), "must not repeat"),
     (dict(method="forward", entries=[0.5]), "row indices"),
     (dict(seed=-1), "seed"),
-    (dict(chunks={"batch": 2}), "chunks must be an int"),
+    (dict(histories=2**63), r"histories must be an integer in \[64, 2\*\*62\]"),
+    (dict(max_steps=10**19), "max_steps must be an integer in"),
+    (dict(A=[[2.0, 1.0, 0.0]]), "A must be square"),
+    (dict(A=[[2.0, 1.0], [1.0]]), "A must be a real number or an array of them"),
     (dict(backend="tpu"), "backend must be one of"),
     (dict(method="mcsa", tolerance=0.0), r"tolerance must be a number in \(0, 1\)"),
     (dict(method="mcsa", max_iterations=0), "max_iterations must be an integer >= 1"),
@@ -232,6 +233,32 @@ def test_bad_input_is_refused_before_any_walk(change, message):
     kw.update({"backend": "cpu", **change})
     with pytest.raises(ValueError, match=message):
         ge.mc_solve(**kw, progress=False)
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(A=np.array([[2.0, 1j], [0.0, 2.0]])), "A must be a real number or an array of them.*complex"),
+    (dict(A=sp.csr_array(np.array([[2.0, 1j], [0.0, 2.0]]))), "A must hold real numbers"),
+    (dict(A="A.mtx"), "A must be a scipy.sparse matrix or a 2-D array"),
+    (dict(A=None), "A must be a scipy.sparse matrix or a 2-D array"),
+    (dict(b="ones"), "b must be a real number"),
+    (dict(b=[1.0, None]), "b must be a real number"),
+    (dict(weight_cutoff="1e-3"), "weight_cutoff must be a real number"),
+    (dict(force="no"), "force must be True or False"),
+    (dict(method="mcsa", tolerance="1e-6"), "tolerance must be a real number"),
+    (dict(chunks={"batch": 2}), "chunks must be an integer"),
+    (dict(histories="1e6"), "histories must be an integer"),
+])
+def test_wrong_types_are_refused_before_any_walk(change, message):
+    kw = dict(A=sp.csr_array(np.array([[2.0, 1.0], [1.0, 2.0]])), b=np.ones(2), histories=128)
+    kw.update({"backend": "cpu", **change})
+    with pytest.raises(TypeError, match=message):
+        ge.mc_solve(**kw, progress=False)
+
+
+def test_a_nested_list_is_a_matrix():
+    kw = dict(b=np.ones(2), histories=128, seed=3, backend="cpu", progress=False)
+    listed = ge.mc_solve([[2.0, 1.0], [1.0, 2.0]], **kw)
+    np.testing.assert_array_equal(listed.x.values, ge.mc_solve(np.array([[2.0, 1.0], [1.0, 2.0]]), **kw).x.values)
 
 
 def test_the_seed_case_solves_on_the_cpu_backend():

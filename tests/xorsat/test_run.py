@@ -170,8 +170,24 @@ def test_bad_arguments_raise_before_running(small, kwargs, match):
         ge.xorsat.solve(small, **({"backend": "cpu"} | kwargs))
 
 
+def test_results_beyond_the_memory_available_are_refused_before_running(small, monkeypatch):
+    from gpuensembles.core import validation
+
+    monkeypatch.setattr(validation, "available_memory", lambda: 2**30)
+    monkeypatch.setattr(solver, "_run_items", lambda *a: pytest.fail("ran"))
+    # 2**25 runs keep 8 + 8 + 24 bytes each (best, seconds, solution bits): 1.25 GiB
+    with pytest.raises(ValueError, match=r"runs=33554432 .* needs about 1.25 GiB of memory .* 1 GiB available"):
+        ge.xorsat.solve(small, runs=2**25, clones=64, backend="cpu")
+    # a lazy result needs one chunk's worth
+    lazy = ge.xorsat.solve(small, runs=2**25, clones=64, chunks=2**20, backend="cpu")
+    assert lazy.tts_sweeps.shape == (2**25,)
+    # the clones of one run must fit as well: 2**27 words of 24 variables, a progress counter and a result each
+    with pytest.raises(ValueError, match=r"clones=4294967295, N=24\) needs about 14 GiB .* use fewer clones"):
+        ge.xorsat.solve(small, clones=solver.MAX_CLONES, backend="cpu")
+
+
 def test_bad_instances_raise(small):
-    with pytest.raises(ValueError, match="instances"):
+    with pytest.raises(TypeError, match="instances must be an xarray.Dataset"):
         ge.xorsat.solve(small.triplets, backend="cpu")
     broken = small.copy(deep=True)
     broken["triplets"][0, 0] = broken["triplets"][0, 1]

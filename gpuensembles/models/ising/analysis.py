@@ -25,6 +25,7 @@ import xarray as xr
 from ...analysis import statistics
 from ...analysis.statistics import mean_with_error
 from ...core.io import REALIZATION
+from ...core.validation import check_choice, check_flag
 
 BIN = "bin"
 BLOCKS = (REALIZATION, BIN)
@@ -340,10 +341,12 @@ def binder_crossings(binder: xr.Dataset, dim: str = "L", along: str = "beta") ->
         error) and ``n_crossings`` (number of sign changes found).
     """
     mean, stderr = binder["mean"], binder["stderr"]
-    for d in (dim, along):
+    for name, d in (("dim", dim), ("along", along)):
+        if not isinstance(d, str):
+            raise TypeError(f"{name} must be a dimension name (str), got {type(d).__name__} {d!r}")
         if d not in mean.dims or mean.sizes[d] < 2:
-            raise ValueError(f"binder_crossings needs Binder curves at 2 or more values of {d!r}; got dims "
-                             f"{dict(mean.sizes)} (a scalar {d} has no pairs)")
+            raise ValueError(f"binder_crossings needs Binder curves at 2 or more values of {d!r} ({name}={d!r}); "
+                             f"got dims {dict(mean.sizes)} (a scalar {d} has no pairs)")
     if set(mean.dims) != {dim, along}:
         raise ValueError(f"binder_crossings needs Binder curves over ({dim!r}, {along!r}) only, got dims {mean.dims}; "
                          "select the other dims first")
@@ -412,12 +415,12 @@ def plot_snapshot(snapshot: xr.DataArray, ax=None, **sel):
     Axes
         The axes drawn into.
     """
-    from ...analysis.plots import _axes
+    from ...analysis.plots import axes
 
     lattice = _select_lattice(snapshot, sel)
     size = int(lattice["L"]) if "L" in lattice.coords else lattice.sizes["y"]
     lattice = lattice.isel(y=slice(0, size), x=slice(0, size)).transpose("y", "x")
-    ax = _axes(ax)
+    ax = axes(ax)
     ax.imshow(np.asarray(lattice.values), cmap="gray", vmin=-1, vmax=1, interpolation="nearest", origin="lower")
     labels = [f"{d} = {lattice[d].values.item():.4g}" if np.issubdtype(lattice[d].dtype, np.floating)
               else f"{d} = {lattice[d].values.item()}" for d in lattice.coords if lattice[d].ndim == 0]
@@ -477,8 +480,8 @@ class IsingAccessor:
 
     def autocorrelation_time(self, quantity: str = "e", warn: bool = True) -> xr.Dataset:
         """Integrated autocorrelation time (sweeps) of ``"e"`` or ``"abs_m"``; see :func:`autocorrelation_time`."""
-        if quantity not in AUTOCORRELATION_QUANTITIES:
-            raise ValueError(f"quantity must be one of {tuple(AUTOCORRELATION_QUANTITIES)}, got {quantity!r}")
+        check_choice("quantity", quantity, tuple(AUTOCORRELATION_QUANTITIES))
+        warn = check_flag("warn", warn)
         if "measure_every" not in self._ds.attrs:
             raise ValueError("this result has no 'measure_every' attribute (sweeps between measurements)")
         mean_name, square_name = AUTOCORRELATION_QUANTITIES[quantity]

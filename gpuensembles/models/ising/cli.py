@@ -3,20 +3,20 @@
 import numpy as np
 
 from ...core import commands
-from ...core.commands import add_parameter, values
+from ...core.commands import add_parameter, integer, values
 from .run import KERNELS, STARTS, ising
 from .theory import ISING_BETA_C
 
 
 def add_arguments(parser):
     """Options of ``ising``."""
-    parser.add_argument("--L", type=int, nargs="+", required=True, help="lattice size(s), even")
+    parser.add_argument("--L", type=integer, nargs="+", required=True, help="lattice size(s), even")
     add_parameter(parser, "beta", "inverse temperature J / k_B T", required=True)
-    parser.add_argument("--sweeps", type=int, required=True, help="measured sweeps per chain")
-    parser.add_argument("--thermalization", type=int, default=0, help="sweeps discarded first")
-    parser.add_argument("--realizations", type=int, default=1, help="independent chains per (L, beta)")
-    parser.add_argument("--measure-every", type=int, default=1, help="sweeps between measurements")
-    parser.add_argument("--bins", type=int, help="bins of consecutive measurements kept per chain (default 64)")
+    parser.add_argument("--sweeps", type=integer, required=True, help="measured sweeps per chain")
+    parser.add_argument("--thermalization", type=integer, default=0, help="sweeps discarded first")
+    parser.add_argument("--realizations", type=integer, default=1, help="independent chains per (L, beta)")
+    parser.add_argument("--measure-every", type=integer, default=1, help="sweeps between measurements")
+    parser.add_argument("--bins", type=integer, help="bins of consecutive measurements kept per chain (default 64)")
     parser.add_argument("--start", choices=STARTS, default="hot")
     parser.add_argument("--kernel", choices=KERNELS, default="multispin")
     commands.add_run_options(parser, "groups of lattices")
@@ -48,10 +48,17 @@ def plot(ds, path):
 
     from ...analysis.plots import plot_field, save
 
-    binder = ds.ising.binder()["mean"]
-    if "beta" not in binder.dims:
-        return save(plot_field(binder), path)
-    ax = plt.subplots()[1]
-    binder.plot.line(ax=ax, x="beta", hue="L" if "L" in binder.dims else None, marker="o")
+    binder = ds.ising.binder()
+    mean = binder["mean"].assign_attrs(long_name="Binder cumulant U4 (error bars: 1 jackknife stderr)")
+    if "beta" not in mean.dims:
+        if mean.ndim == 0:
+            mean, binder["stderr"] = mean.expand_dims(beta=[float(ds.beta)]), binder["stderr"].expand_dims(
+                beta=[float(ds.beta)])
+        else:
+            return save(plot_field(mean, error=binder["stderr"]), path)
+    mean["beta"].attrs.update(ds["beta"].attrs)
+    ax = plot_field(mean.transpose("beta", ...), x="beta", error=binder["stderr"].transpose("beta", ...),
+                    ax=plt.subplots()[1])
     ax.axvline(ISING_BETA_C, color="k", lw=0.8, ls=":", label="beta_c")
+    ax.legend(fontsize="small")
     save(ax, path)

@@ -74,7 +74,8 @@ def thresholds(beta) -> tuple:
     beta = np.asarray(beta, dtype=np.float64)
     out = []
     for dE in (4.0, 8.0):
-        p = np.floor(np.exp(-beta * dE) * 2.0**32)
+        with np.errstate(over="ignore"):  # beta dE beyond float64: exp(-inf) = 0, never accepted
+            p = np.floor(np.exp(-beta * dE) * 2.0**32)
         out.append(np.minimum(p, 2.0**32 - 1).astype(np.uint32))
     return tuple(out)
 

@@ -129,10 +129,9 @@ def ising(
     beta_da = engine.as_parameter("beta", beta)
     engine.check_range("beta", beta_da, 0)
     for name, value, allowed in (("start", start, STARTS), ("kernel", kernel, KERNELS)):
-        if value not in allowed:
-            raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
-    sweeps = engine.check_count("sweeps", sweeps)
-    thermalization = engine.check_count("thermalization", thermalization, minimum=0)
+        engine.check_choice(name, value, allowed)
+    sweeps = engine.check_count("sweeps", sweeps, maximum=MAX_SWEEPS)
+    thermalization = engine.check_count("thermalization", thermalization, minimum=0, maximum=MAX_SWEEPS)
     if sweeps + thermalization > MAX_SWEEPS:
         raise ValueError(f"sweeps + thermalization must be at most {MAX_SWEEPS}, got {sweeps + thermalization}")
     every = engine.check_count("measure_every", measure_every)
@@ -142,34 +141,56 @@ def ising(
     n_bins = min(DEFAULT_BINS, n_meas) if bins is None else engine.check_count("bins", bins)
     if n_bins > n_meas:
         raise ValueError(f"bins must be at most the number of measurements ({n_meas}), got {n_bins}")
+    series, snapshot = engine.check_flag("series", series), engine.check_flag("snapshot", snapshot)
     realizations = engine.check_count("realizations", realizations)
     seed = engine.check_seed(seed)
-    if backend not in _backend.BACKENDS:
-        raise ValueError(f"backend must be one of {_backend.BACKENDS}, got {backend!r}")
+    engine.check_choice("backend", backend, _backend.BACKENDS)
     betas = np.atleast_1d(beta_da.values)
+    _check_memory(sizes, betas.size, realizations, n_bins, n_meas if series else 0, snapshot, kernel, chunks)
     schedule = (thermalization, sweeps, every)
     per_L = []
     for size in sizes:
         setup = _Setup.make(kernel, size, betas, realizations, start == "hot", seed, n_bins, n_meas if series else 0,
-                            bool(snapshot), backend)
+                            snapshot, backend)
+        units = engine.Units("lattices", per_item=setup.spg, total=setup.n_systems, desc=f"L={size}")
         raw = engine.run_realizations(functools.partial(_run_groups, setup, schedule), setup.n_groups,
-                                      setup.outputs(), chunks=chunks, pieces=20, progress=progress)
+                                      setup.outputs(), chunks=chunks, pieces=20, progress=progress, unit=units,
+                                      what=f"L={size}, {betas.size} values of beta, realizations={realizations}")
         per_L.append((setup, raw))
     return _dataset(per_L, sizes, L, beta_da, realizations, schedule, n_bins, call, seed, kernel, start, backend)
 
 
 def _check_sizes(L) -> list:
-    values = np.atleast_1d(np.asarray(L))
+    values = np.atleast_1d(engine.real_array("L", L))
     if values.ndim != 1 or values.size == 0:
         raise ValueError(f"L must be an even integer or a 1-D sequence of them, got {L!r}")
     sizes = []
     for v in values.tolist():
-        if isinstance(v, bool) or not float(v).is_integer() or not 2 <= v <= MAX_L or int(v) % 2:
+        if not (np.isfinite(v) and float(v).is_integer() and 2 <= v <= MAX_L and int(v) % 2 == 0):
             raise ValueError(f"L must be even integers in [2, {MAX_L}] (checkerboard on a torus), got {L!r}")
         sizes.append(int(v))
     if len(set(sizes)) != len(sizes):
         raise ValueError(f"L has repeated values: {sizes}")
     return sizes
+
+
+def _check_memory(sizes, n_beta, realizations, n_bins, n_series, snapshot, kernel, chunks):
+    """Refuse, before any allocation, a run whose lattices or results cannot fit in memory.
+
+    Per lattice: its bins, series and snapshot (twice: the raw blocks and the Dataset), its
+    thresholds, and its spins while it runs (eager: all lattices of a size at once is the
+    worst case of a piece; lazy: the spins are the workers', so only the results count).
+    """
+    n_systems = n_beta * realizations
+    per_system = [2 * (8 * n_bins * len(BIN_QUANTITIES) + 16 * n_series + (L * L if snapshot else 0)) + 16
+                  for L in sizes]
+    results = n_systems * sum(per_system)
+    spins = max(L * L // (1 if kernel == "int8" else 8) for L in sizes)
+    what = f"realizations={realizations} at {n_beta} values of beta for L={sizes}"
+    if chunks is None and engine._active_client() is None:
+        engine.check_memory(results + spins * min(n_systems, 32), f"the lattices and result of {what}")
+    else:
+        engine.check_memory(16 * n_systems * len(sizes), f"the thresholds of {what}")
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from ...analysis.first_passage import (
     survival,
 )
 from ...core.io import REALIZATION
+from ...core.validation import check_choice
 
 
 @xr.register_dataset_accessor("fpt")
@@ -104,6 +105,7 @@ class FirstPassageAccessor:
 
         if not self._switching:
             raise ValueError("theory_cdf needs a switching_currents result")
+        check_choice("form", form, theory.RATE_FORMS)
         damping = float(self._param("damping"))
         rate = partial(theory.escape_rate, V0=float(self._param("V0")), damping=damping,
                        theta=float(self._param("D")) / damping, form=form,
@@ -111,17 +113,29 @@ class FirstPassageAccessor:
         return partial(theory.fulton_dunkleberger_cdf, gamma_dot=self._gamma_dot(), rate=rate,
                        gamma_start=float(self._param("gamma_start")))
 
+    def _theory(self, theory):
+        """``theory`` as a CDF callable: a rate form name, a callable, or None."""
+        if isinstance(theory, str):
+            from .theory import RATE_FORMS
+
+            if theory not in RATE_FORMS:
+                raise ValueError(f"theory must be a rate form, one of {RATE_FORMS}, or a CDF callable, got {theory!r}")
+            return self.theory_cdf(theory)
+        if theory is None or callable(theory):
+            return theory
+        raise TypeError(f"theory must be a rate form name (e.g. 'melnikov') or a CDF callable, got {theory!r}")
+
     def compare(self, theory="melnikov", grid=None, dim: str = REALIZATION) -> xr.Dataset:
         """CDF difference and KS test against ``theory`` (a rate form name or a CDF callable)."""
-        cdf = self.theory_cdf(theory) if isinstance(theory, str) else theory
-        return ks_compare(self._times.compute(), cdf, grid=grid, dim=dim)
+        if theory is None:
+            raise TypeError("theory must be a rate form name (e.g. 'melnikov') or a CDF callable, got None")
+        return ks_compare(self._times.compute(), self._theory(theory), grid=grid, dim=dim)
 
     def plot_cdf(self, ax=None, theory=None, **kwargs):
         """Empirical CDF (and ``theory``, a form name or callable, if given) with matplotlib."""
         from ...analysis.plots import plot_cdf
 
-        cdf = self.theory_cdf(theory) if isinstance(theory, str) else theory
-        return plot_cdf(self._times.compute(), ax=ax, theory=cdf, **kwargs)
+        return plot_cdf(self._times.compute(), ax=ax, theory=self._theory(theory), **kwargs)
 
     def plot_arrhenius(self, dim: str = "D", form: str = "power", ax=None):
         """``ln <T>`` against ``1/dim`` with error bars and the ``form`` fit (matplotlib)."""

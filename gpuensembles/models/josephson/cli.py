@@ -1,13 +1,14 @@
 """Subcommands ``escape-times`` and ``switching-currents``."""
 
 import functools
-import sys
+import itertools
+import math
 
-import numba
 import numpy as np
 
-from ...core import backend, commands
-from ...core.commands import add_parameter, values
+from ...core import commands
+from ...core.commands import add_parameter, integer, values
+from ...core.progress import on_start
 from . import theory
 from .run import (
     DTYPES,
@@ -29,7 +30,7 @@ PRESETS = {
 
 
 def _add_common(parser):
-    parser.add_argument("--realizations", type=int, required=True, help="realizations per parameter point")
+    parser.add_argument("--realizations", type=integer, required=True, help="realizations per parameter point")
     parser.add_argument("--model", choices=MODELS, default="underdamped")
     parser.add_argument("--passage", choices=PASSAGES, default="barrier_top",
                         help="escape at the barrier top (seed 000) or at the next well (what rate theory counts)")
@@ -50,14 +51,44 @@ def add_escape_times(parser):
     add_parameter(parser, "V0", PARAMETERS["V0"]["long_name"], default=[1.0])
     for name in ("damping", "gamma", "D", "h"):
         add_parameter(parser, name, PARAMETERS[name]["long_name"], required=True)
-    parser.add_argument("--max-steps", type=int, default=10**9, help="steps after which a realization gives up")
+    parser.add_argument("--max-steps", type=integer, default=10**9, help="steps after which a realization gives up")
     _add_common(parser)
 
 
 def run_escape_times(args):
-    """Run ``escape-times``."""
-    return escape_times(V0=values(args.V0), damping=values(args.damping), gamma=values(args.gamma),
-                        D=values(args.D), h=values(args.h), max_steps=args.max_steps, **_common_kwargs(args))
+    """Run ``escape-times`` (its work estimate goes to stderr once every check has passed)."""
+    kwargs = dict(V0=values(args.V0), damping=values(args.damping), gamma=values(args.gamma), D=values(args.D),
+                  h=values(args.h), max_steps=args.max_steps, **_common_kwargs(args))
+    with on_start(lambda: _escape_estimate(kwargs)):
+        return escape_times(**kwargs)
+
+
+def _escape_estimate(kwargs):
+    """Print the expected work of an escape-times run to stderr.
+
+    Mean escape time per parameter point from theory (the exact MFPT for the overdamped
+    model, the Mel'nikov rate for the underdamped one), in steps of ``h``, at most
+    ``max_steps``, times the realizations; summed over the grid.
+    """
+    grids = [np.atleast_1d(kwargs[k]).astype(float) for k in ("V0", "damping", "gamma", "D", "h")]
+    overdamped = kwargs["model"] == "overdamped"
+    steps, longest = 0.0, 0.0
+    try:
+        with np.errstate(all="ignore"):  # a barrier far above the noise: exp overflows, the mean is infinite
+            for V0, damping, gamma, D, h in itertools.product(*grids):
+                if overdamped:
+                    mean = theory.overdamped_mfpt(V0=V0, damping=damping, gamma=gamma, D=D)
+                else:
+                    rate = theory.escape_rate(gamma, V0=V0, damping=damping, theta=D / damping, form="melnikov")
+                    mean = 1.0 / rate if rate > 0 else math.inf
+                mean = mean if math.isfinite(mean) else math.inf  # no escape within max_steps
+                steps += min(mean / h, kwargs["max_steps"]) * kwargs["realizations"]
+                longest = max(longest, mean)
+    except (ValueError, ArithmeticError):
+        return  # theory does not cover this point: no estimate rather than a wrong one
+    source = "the exact overdamped MFPT" if overdamped else "the Mel'nikov rate"
+    commands.print_estimate(steps, kwargs["backend"], f"mean escape time up to {longest:.3g} from {source}",
+                            "fewer realizations or points, --integrator baoab with a 10x larger --h, or a GPU")
 
 
 def add_switching_currents(parser):
@@ -95,8 +126,8 @@ def run_switching_currents(args):
         kwargs["physical"] = physical
     else:
         kwargs.update({k: v for k, v in normalized.items() if v is not None})
-    _estimate(kwargs)
-    return switching_currents(**kwargs)
+    with on_start(lambda: _estimate(kwargs)):
+        return switching_currents(**kwargs)
 
 
 def _estimate(kwargs):
@@ -114,12 +145,9 @@ def _estimate(kwargs):
     except (ValueError, ArithmeticError):
         return  # validation of the run itself reports bad input
     steps = (mean - start) / dgamma * kwargs["realizations"]
-    speed = 3e11 if backend.resolve(kwargs["backend"]) == "cuda" else 5e7 * numba.config.NUMBA_NUM_THREADS
-    hours = steps / speed / 3600
-    print(f"estimate: ~{steps:.2g} steps (mean switching gamma {mean:.3f}); about "
-          f"{hours * 60:.2g} min at ~{speed:.0e} steps/s" if hours < 1 else
-          f"estimate: ~{steps:.2g} steps; about {hours:.3g} h at ~{speed:.0e} steps/s -- consider a faster "
-          "--sweep-rate, fewer realizations, --integrator baoab with a 10x larger --h, or a GPU", file=sys.stderr)
+    commands.print_estimate(steps, kwargs["backend"], f"mean switching gamma {mean:.3f}",
+                            "a faster --sweep-rate, fewer realizations, --integrator baoab with a 10x larger --h, "
+                            "or a GPU")
 
 
 def summary(ds, seconds, output):

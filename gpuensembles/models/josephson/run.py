@@ -130,6 +130,8 @@ def normalize(*, R, C, Ic, T, sweep_rate=None, h=None) -> dict:
     }
     out["D"] = out["damping"] * out["theta"]
     if sweep_rate is not None and h is not None:
+        h = engine.as_parameter("h", h)
+        engine.check_range("h", h, 0, low_open=True)
         out["dgamma"] = p["sweep_rate"] * t0 * h
     return out
 
@@ -148,19 +150,19 @@ def _check_step(model, V0, damping, gamma, h):
     """
     curvature = V0 * np.sqrt(1.0 - gamma**2)
     rate = curvature / damping if model == "overdamped" else np.sqrt(curvature)
-    worst = float((h * rate).max())
+    product = h * rate
+    worst = float(product.max())
     if worst > MAX_STEP_TIMES_RATE:
         kind = ("relaxation rate V0*cos(phi0)/damping" if model == "overdamped"
                 else "plasma frequency sqrt(V0*cos(phi0))")
         raise ValueError(
-            f"h is too large: h * {kind} = {worst:.3g} > {MAX_STEP_TIMES_RATE} "
+            f"h is too large for {engine.at_worst(product, V0=V0, damping=damping, gamma=gamma, h=h)}: "
+            f"h * {kind} = {worst:.3g} > {MAX_STEP_TIMES_RATE} "
             f"(fewer than {2 * math.pi / MAX_STEP_TIMES_RATE:.0f} steps per period); decrease h"
         )
 
 
-def _check_choice(name, value, allowed):
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+_check_choice = engine.check_choice
 
 
 def _common(model, dtype, passage, integrator, **values):
@@ -174,6 +176,7 @@ def _common(model, dtype, passage, integrator, **values):
     params = {name: engine.as_parameter(name, value) for name, value in values.items()}
     for name in ("V0", "damping", "D", "h"):
         engine.check_range(name, params[name], 0, low_open=True)
+    engine.check_representable(dtype, params)
     return params
 
 
@@ -281,7 +284,8 @@ def escape_times(
         backend=backend,
         store=store,
     )
-    raw = engine.execute(plan, chunks=chunks, progress=progress, store=store)
+    # kept per value: the int64 steps, their absolute value, escaped and the float64 times
+    raw = engine.execute(plan, chunks=chunks, progress=progress, store=store, bytes_per_value=25)
     signed = engine.label(plan, raw, PARAMETERS)
     steps, escaped = abs(signed), signed > 0
     times = xr.where(escaped, steps * dict(zip(washboard.ESCAPE_PARAMETERS, plan.params))["h"], np.nan)
@@ -408,9 +412,11 @@ def switching_currents(
                 integrator=integrator, seed=seed, dtype=dtype, chunks=chunks, store=store, backend=backend)
     _check_choice("start", start, STARTS)
     if physical is not None:
-        if any(x is not None for x in (damping, D, dgamma)) or not (np.isscalar(V0) and V0 == 1.0):
+        if not isinstance(physical, dict):
+            raise TypeError(f"physical must be a dict with the keys {sorted(PHYSICAL)}, got {physical!r}")
+        if any(x is not None for x in (damping, D, dgamma)) or not (isinstance(V0, (int, float)) and V0 == 1.0):
             raise ValueError("give either physical=dict(R, C, Ic, T, sweep_rate) or V0, damping, D, dgamma, not both")
-        if not isinstance(physical, dict) or set(physical) != set(PHYSICAL):
+        if set(physical) != set(PHYSICAL):
             raise ValueError(f"physical must be a dict with exactly the keys {sorted(PHYSICAL)}, got {physical!r}")
         units = normalize(**physical, h=h)
         V0, damping, D, dgamma = units["V0"], units["damping"], units["D"], units["dgamma"]
@@ -418,7 +424,8 @@ def switching_currents(
         raise ValueError("damping, D and dgamma are required (or physical=dict(R, C, Ic, T, sweep_rate))")
     params = _common(model, dtype, passage, integrator, V0=V0, damping=damping, D=D, h=h, dgamma=dgamma)
     engine.check_range("dgamma", params["dgamma"], 0, low_open=True, hint=" (the ramp must increase the bias)")
-    if not (isinstance(gamma_end, (int, float)) and 0 < gamma_end <= 1):
+    gamma_end = engine.check_real("gamma_end", gamma_end)
+    if not 0 < gamma_end <= 1:
         raise ValueError(f"gamma_end must be a number in (0, 1], got {gamma_end!r}")
     _check_step(model, params["V0"], params["damping"], xr.zeros_like(params["V0"]), params["h"])
     if isinstance(gamma_start, str):
@@ -440,7 +447,8 @@ def switching_currents(
         backend=backend,
         store=store,
     )
-    raw = engine.execute(plan, chunks=chunks, progress=progress, store=store)
+    raw = engine.execute(plan, chunks=chunks, progress=progress, store=store,
+                         bytes_per_value=25 if physical is None else 33)
     signed = engine.label(plan, raw, PARAMETERS)
     steps, switched = abs(signed), signed > 0
     p = dict(zip(washboard.SWITCHING_PARAMETERS, plan.params))

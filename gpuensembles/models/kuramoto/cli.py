@@ -1,23 +1,24 @@
 """Subcommand ``kuramoto``."""
 
 from ...core import commands
-from ...core.commands import add_parameter, values
+from ...core.commands import add_parameter, integer, values
 from .run import DISTRIBUTIONS, INITIAL, PARAMETERS, SAMPLINGS, kuramoto
 
 
 def add_arguments(parser):
     """Options of ``kuramoto``."""
-    parser.add_argument("--N", type=int, required=True, help="oscillators per system")
+    parser.add_argument("--N", type=integer, required=True, help="oscillators per system")
     defaults = dict(width=[1.0], center=[0.0], kT=[0.0], g=[1.0])
     for name, meta in PARAMETERS.items():
         add_parameter(parser, name, meta["long_name"], default=defaults.get(name), required=name in ("K", "h"))
-    parser.add_argument("--steps", type=int, required=True, help="integration steps")
-    parser.add_argument("--sample-every", type=int, required=True, help="record r, psi and the density every N steps")
-    parser.add_argument("--realizations", type=int, default=1, help="independent systems per parameter point")
+    parser.add_argument("--steps", type=integer, required=True, help="integration steps")
+    parser.add_argument("--sample-every", type=integer, required=True,
+                        help="record r, psi and the density every N steps")
+    parser.add_argument("--realizations", type=integer, default=1, help="independent systems per parameter point")
     parser.add_argument("--frequencies", choices=DISTRIBUTIONS, default="lorentzian")
     parser.add_argument("--sampling", choices=SAMPLINGS, default="random")
     parser.add_argument("--initial", choices=INITIAL, default="uniform")
-    parser.add_argument("--bins", type=int, default=64, help="phase histogram bins")
+    parser.add_argument("--bins", type=integer, default=64, help="phase histogram bins")
     commands.add_run_options(parser, "systems")
 
 
@@ -41,4 +42,5 @@ def plot(ds, path):
     commands.use_agg()
     from ...analysis.plots import plot_field, save
 
-    save(plot_field(ds.density / ds.attrs["N"], x="time", y="phase", cmap="viridis"), path)
+    fraction = (ds.density / ds.attrs["N"]).assign_attrs(long_name="fraction of the oscillators per phase bin")
+    save(plot_field(fraction, x="time", y="phase", cmap="viridis"), path)

@@ -36,6 +36,8 @@ Initial = Literal["uniform", "synchronized"]
 DISTRIBUTIONS = ("lorentzian", "gaussian")
 SAMPLINGS, INITIAL = get_args(Sampling), get_args(Initial)
 MAX_BINS = 1024
+#: Most oscillators per system (one system's phases are then 8 GiB of float32).
+MAX_N = 2**31 - 1
 #: Largest allowed ``h |K| / g`` (mean field) or ``h max_i sum_j |K_ij| / g``.
 MAX_STEP_TIMES_RATE = 0.5
 
@@ -121,17 +123,16 @@ def kuramoto(
     cooperative launch per system (systems run one after another).
     """
     call = {k: v for k, v in locals().items() if k != "progress"}
-    N = engine.check_count("N", N, minimum=2)
+    N = engine.check_count("N", N, minimum=2, maximum=MAX_N)
     for name, value, allowed in (("sampling", sampling, SAMPLINGS), ("initial", initial, INITIAL)):
-        if value not in allowed:
-            raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
-    steps = engine.check_count("steps", steps)
+        engine.check_choice(name, value, allowed)
+    steps = engine.check_count("steps", steps, maximum=engine.MAX_STEPS)
     every = engine.check_count("sample_every", sample_every)
     if steps % every:
         raise ValueError(f"steps ({steps}) must be a multiple of sample_every ({every})")
-    bins = engine.check_count("bins", bins)
-    if bins > MAX_BINS:
-        raise ValueError(f"bins must be an integer in [1, {MAX_BINS}], got {bins}")
+    bins = engine.check_count("bins", bins, maximum=MAX_BINS)
+    # the working set of one system: phases (two copies), frequencies, their draws; the matrix
+    engine.check_memory(32 * N + (0 if coupling is None else 4 * N * N), f"one system of N={N} oscillators")
     matrix, given_omega = _check_coupling(N, K, coupling), _check_frequencies(N, frequencies, width, center)
     params = {k: engine.as_parameter(k, v) for k, v in
               dict(K=0.0 if K is None else K, width=width, center=center, kT=kT, g=g, h=h).items()}
@@ -139,10 +140,16 @@ def kuramoto(
     engine.check_range("kT", params["kT"], 0)
     engine.check_range("g", params["g"], 0, low_open=True)
     engine.check_range("h", params["h"], 0, low_open=True)
+    engine.check_representable("float32", params)
+    if given_omega is None:
+        _check_frequency_range(frequencies, params["width"], params["center"])
     rate = np.abs(params["K"]) if matrix is None else float(np.abs(matrix).sum(axis=0).max())
-    worst = float((params["h"] * rate / params["g"]).max())
+    product = params["h"] * rate / params["g"]
+    worst = float(product.max())
     if worst > MAX_STEP_TIMES_RATE:
-        raise ValueError(f"h is too large: h * coupling rate / g = {worst:.3g} > {MAX_STEP_TIMES_RATE}")
+        given = dict(K=params["K"]) if matrix is None else dict(coupling=xr.DataArray(rate))
+        raise ValueError(f"h is too large for {engine.at_worst(product, **given, g=params['g'], h=params['h'])}: "
+                         f"h * coupling rate / g = {worst:.3g} > {MAX_STEP_TIMES_RATE}")
     plan = engine.make_plan(params, realizations=realizations, seed=seed, max_steps=steps,
                             kernel=engine.KernelSpec(kernel, ()), backend=backend)
     n_points = math.prod(plan.shape[:-1])
@@ -152,9 +159,24 @@ def kuramoto(
     settings = dict(N=N, every=every, bins=bins, matrix=matrix, omega=given_omega, distribution=frequencies
                     if given_omega is None else None, sampling=sampling, initial=initial)
     block = functools.partial(_run_block, plan, settings)
-    raw = engine.run_realizations(block, plan.realizations, outputs, chunks=chunks,
-                                  pieces=plan.realizations, progress=progress)
+    what = f"{engine.sizes_text(plan)}, {steps // every} samples (steps / sample_every) of {bins} bins"
+    raw = engine.run_realizations(block, plan.realizations, outputs, chunks=chunks, pieces=plan.realizations,
+                                  progress=progress, unit=engine.Units("systems", per_item=n_points), what=what)
     return _dataset(plan, raw, call, settings)
+
+
+#: Largest ``|z|`` of the standard variates behind the frequencies: uniforms lie in
+#: ``[2**-33, 1 - 2**-33]`` (:func:`gpuensembles.core.rng.uint32_to_uniform_f64`), quantiles
+#: in ``[1 / (2 N), 1 - 1 / (2 N)]`` with ``N < 2**31``.
+_Z_MAX = {"lorentzian": 1.0 / math.tan(math.pi * 2.0**-33), "gaussian": 6.4}
+
+
+def _check_frequency_range(distribution, width, center):
+    """Refuse a ``width`` or ``center`` whose frequencies ``center + width z`` could overflow float32."""
+    largest = float(np.abs(center).max()) + float(width.max()) * _Z_MAX[distribution]
+    if largest > float(np.finfo(np.float32).max):
+        raise ValueError(f"width and center give natural frequencies up to {largest:.3g}, beyond float32; rescale "
+                         "them (and h, K, kT) together")
 
 
 def _check_coupling(N, K, coupling):
@@ -162,7 +184,7 @@ def _check_coupling(N, K, coupling):
         raise ValueError("give exactly one of K (constant coupling K/N, mean field) and coupling (an N x N matrix)")
     if coupling is None:
         return None
-    matrix = np.asarray(coupling, dtype=np.float64)
+    matrix = engine.real_array("coupling", coupling)
     if matrix.shape != (N, N) or not np.all(np.isfinite(matrix)):
         raise ValueError(f"coupling must be a finite ({N}, {N}) matrix, got shape {matrix.shape}")
     return matrix
@@ -173,7 +195,7 @@ def _check_frequencies(N, frequencies, width, center):
         if frequencies not in DISTRIBUTIONS:
             raise ValueError(f"frequencies must be one of {DISTRIBUTIONS} or an array of N values, got {frequencies!r}")
         return None
-    omega = np.asarray(frequencies, dtype=np.float64)
+    omega = engine.real_array("frequencies", frequencies)
     if omega.shape != (N,) or not np.all(np.isfinite(omega)):
         raise ValueError(f"frequencies must name a distribution or be {N} finite values, got shape {omega.shape}")
     if not (np.ndim(width) == 0 and width == 1.0 and np.ndim(center) == 0 and center == 0.0):

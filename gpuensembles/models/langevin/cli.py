@@ -1,7 +1,7 @@
 """Subcommand ``langevin``."""
 
 from ...core import commands
-from ...core.commands import add_parameter, values
+from ...core.commands import add_parameter, integer, values
 from . import physics
 from .run import DTYPES, PARAMETERS, RECORDABLE, langevin
 
@@ -11,12 +11,12 @@ def add_arguments(parser):
     defaults = dict(a=[0.0], w=[1.0], g=[1.0], f=[0.0], kT=[0.0], V0=[1.0])
     for name, meta in PARAMETERS.items():
         add_parameter(parser, name, meta["long_name"], default=defaults.get(name), required=name == "h")
-    parser.add_argument("--steps", type=int, required=True, help="integration steps per trajectory")
-    parser.add_argument("--realizations", type=int, required=True, help="trajectories per parameter point")
-    parser.add_argument("--transient", type=int, default=0, help="steps before the velocity average starts")
-    parser.add_argument("--sample-every", type=int, help="keep samples every N steps (a time dimension)")
+    parser.add_argument("--steps", type=integer, required=True, help="integration steps per trajectory")
+    parser.add_argument("--realizations", type=integer, required=True, help="trajectories per parameter point")
+    parser.add_argument("--transient", type=integer, default=0, help="steps before the velocity average starts")
+    parser.add_argument("--sample-every", type=integer, help="keep samples every N steps (a time dimension)")
     parser.add_argument("--record", nargs="*", choices=RECORDABLE, help="what to sample (default: x and v)")
-    parser.add_argument("--histogram", type=int, nargs=2, metavar=("LO", "HI"),
+    parser.add_argument("--histogram", type=integer, nargs=2, metavar=("LO", "HI"),
                         help="unit cells to count trajectories in")
     parser.add_argument("--model", choices=physics.MODELS, default="underdamped")
     parser.add_argument("--integrator", choices=physics.INTEGRATORS, default="srk2")
@@ -48,4 +48,8 @@ def plot(ds, path):
     if "density" in ds and "time" in ds.density.dims:
         save(plot_field(ds.langevin.density(), x="time", y="cell", cmap="viridis"), path)
     else:
-        save(plot_field(ds.langevin.velocity()["mean"]), path)
+        v = ds.langevin.velocity()
+        mean = v["mean"].assign_attrs(long_name="<<v>> (error bars: 1 stderr)")
+        if mean.ndim == 0:  # one parameter point: a single value with its error bar
+            mean, v["stderr"] = mean.expand_dims(point=[0]), v["stderr"].expand_dims(point=[0])
+        save(plot_field(mean, error=v["stderr"]), path)

@@ -29,6 +29,8 @@ RECORDABLE = ("x", "v")
 Dtype = Literal["float32", "float64"]
 DTYPES = get_args(Dtype)
 
+#: Cell bounds of ``histogram`` (int64 in the kernels, with room for the cell arithmetic).
+_MAX_CELL = 2**62
 #: Largest allowed ``h`` times the fastest deterministic rate (see `_check_step`).
 MAX_STEP_TIMES_RATE = 0.5
 
@@ -135,16 +137,16 @@ def langevin(
     call = {k: v for k, v in locals().items() if k != "progress"}
     for name, value, allowed in (("model", model, sm.MODELS), ("integrator", integrator, sm.INTEGRATORS),
                                  ("start", start, sm.STARTS), ("dtype", dtype, DTYPES)):
-        if value not in allowed:
-            raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+        engine.check_choice(name, value, allowed)
     params = {k: engine.as_parameter(k, v) for k, v in dict(a=a, w=w, g=g, f=f, kT=kT, V0=V0, h=h).items()}
     engine.check_range("g", params["g"], 0, low_open=True)
     engine.check_range("kT", params["kT"], 0)
     engine.check_range("V0", params["V0"], 0)
     engine.check_range("w", params["w"], 0)
     engine.check_range("h", params["h"], 0, low_open=True)
+    engine.check_representable(dtype, params)
     _check_step(model, params)
-    steps = engine.check_count("steps", steps)
+    steps = engine.check_count("steps", steps, maximum=engine.MAX_STEPS)
     transient = engine.check_count("transient", transient, minimum=0)
     if transient >= steps:
         raise ValueError(f"transient must be smaller than steps ({steps}), got {transient}")
@@ -164,9 +166,14 @@ def langevin(
         "v": engine.Output(shape + (n_samples if "v" in record else 0,), np.float64, 1),
         "hist": engine.Output((n_points, n_hist, hi - lo + 2 if n_hist else 0), np.int64, None),
     }
+    what = engine.sizes_text(plan) + (f", {n_samples} samples (steps / sample_every) of {', '.join(record)}"
+                                      if n_samples and record else "")
+    if n_hist:
+        what += f", histogram {(lo, hi)} of {hi - lo} cells" + (f" at {n_hist} times" if n_hist > 1 else "")
     block = functools.partial(_run_block, plan, schedule, {k: o.shape[-1] for k, o in outputs.items()})
     pieces = 20 if _backend.resolve(backend) == "cpu" else 1
-    raw = engine.run_realizations(block, plan.realizations, outputs, chunks=chunks, pieces=pieces, progress=progress)
+    raw = engine.run_realizations(block, plan.realizations, outputs, chunks=chunks, pieces=pieces, progress=progress,
+                                  unit=engine.Units("trajectories", per_item=n_points), what=what)
     return _dataset(plan, raw, call, model, integrator, start, dtype, steps, every, transient, sample_every, lo, hi)
 
 
@@ -183,16 +190,26 @@ def _check_step(model, params):
     else:
         rate = xr.apply_ufunc(np.maximum, g, 2 * np.pi * np.sqrt(V0))
         kind = "max(g, 2 pi sqrt(V0))"
-    worst = float((h * rate).max())
+    product = h * rate
+    worst = float(product.max())
     if worst > MAX_STEP_TIMES_RATE:
-        raise ValueError(f"h is too large: h * {kind} = {worst:.3g} > {MAX_STEP_TIMES_RATE}; use a smaller h")
+        raise ValueError(f"h is too large for {engine.at_worst(product, g=g, V0=V0, h=h)}: h * {kind} = {worst:.3g} "
+                         f"> {MAX_STEP_TIMES_RATE}; use a smaller h")
 
 
 def _check_sampling(model, steps, transient, sample_every, record):
     """``(segment length, recorded names)``; segments must tile ``steps`` and ``transient``."""
     default = ("x",) if model == "overdamped" else RECORDABLE
+    if record is not None:
+        names = (record,) if isinstance(record, str) else record
+        try:
+            names = tuple(names)
+        except TypeError:
+            raise TypeError(f"record must be a sequence of names from {default}, got {record!r}") from None
+        if not all(isinstance(r, str) and r in default for r in names) or len(set(names)) != len(names):
+            raise ValueError(f"record may contain {default} (each once) for the {model} model, got {record!r}")
     if sample_every is None:
-        if record:
+        if record is not None and names:
             raise ValueError(f"record={record!r} needs sample_every (samples are taken every sample_every steps)")
         return (math.gcd(steps, transient) if transient else steps), ()
     every = engine.check_count("sample_every", sample_every)
@@ -200,21 +217,23 @@ def _check_sampling(model, steps, transient, sample_every, record):
         raise ValueError(f"steps ({steps}) must be a multiple of sample_every ({every})")
     if transient % every:
         raise ValueError(f"transient ({transient}) must be a multiple of sample_every ({every})")
-    record = default if record is None else tuple(record)
-    if any(r not in default for r in record):
-        raise ValueError(f"record may contain {default} for the {model} model, got {record!r}")
-    return every, record
+    return every, default if record is None else names
 
 
 def _check_histogram(histogram):
     if histogram is None:
         return 0, 0
+    wanted = f"histogram must be (lo, hi), integer cell bounds with hi > lo, got {histogram!r}"
+    if isinstance(histogram, (str, bytes, dict)):
+        raise TypeError(wanted)
     try:
-        lo, hi = (int(v) for v in histogram)
-        ok = all(float(v).is_integer() for v in histogram) and hi > lo
-    except (TypeError, ValueError):
-        ok = False
-    if not ok:
+        pair = tuple(histogram)
+    except TypeError:
+        raise TypeError(wanted) from None
+    if len(pair) != 2:
+        raise ValueError(wanted)
+    lo, hi = (engine.check_count("histogram", v, minimum=-_MAX_CELL, maximum=_MAX_CELL) for v in pair)
+    if hi <= lo:
         raise ValueError(f"histogram must be (lo, hi), integer cell bounds with hi > lo, got {histogram!r}")
     return lo, hi
 

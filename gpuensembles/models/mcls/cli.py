@@ -3,6 +3,8 @@
 import numpy as np
 
 from ...core import commands
+from ...core.commands import integer
+from ...core.validation import check_count
 from . import problems
 from .run import ESTIMATORS, METHODS, mc_solve
 
@@ -15,19 +17,19 @@ def add_arguments(parser):
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--problem", choices=sorted(PROBLEMS), help="a test matrix of seed 003")
     source.add_argument("--matrix", metavar="FILE", help="A from a Matrix Market (.mtx) or scipy .npz file")
-    parser.add_argument("--size", type=int, help="grid side m (laplacian-2d, n = m^2; default 30) or n "
+    parser.add_argument("--size", type=integer, help="grid side m (laplacian-2d, n = m^2; default 30) or n "
                                                  "(shifted-laplacian-1d; default 1e6)")
     parser.add_argument("--rhs", metavar="FILE", help="b from a .npy or .mtx file (default: all ones)")
     parser.add_argument("--method", choices=METHODS, default="adjoint")
     parser.add_argument("--estimator", choices=ESTIMATORS, default="collision")
     parser.add_argument("--histories", type=float, required=True, help="random walks (total; per entry for forward)")
     parser.add_argument("--weight-cutoff", type=float, default=1e-9, help="relative weight that ends a walk")
-    parser.add_argument("--max-steps", type=int, default=None, help="transitions after which a walk ends")
-    parser.add_argument("--batches", type=int, default=64, help="independent batches behind x_stderr")
-    parser.add_argument("--entries", type=int, nargs="+", metavar="I", help="rows to estimate (forward method)")
+    parser.add_argument("--max-steps", type=integer, default=None, help="transitions after which a walk ends")
+    parser.add_argument("--batches", type=integer, default=64, help="independent batches behind x_stderr")
+    parser.add_argument("--entries", type=integer, nargs="+", metavar="I", help="rows to estimate (forward method)")
     parser.add_argument("--force", action="store_true", help="run even if rho(H_hat) >= 1 (infinite variance)")
     parser.add_argument("--tolerance", type=float, default=1e-10, help="mcsa: relative residual to reach")
-    parser.add_argument("--max-iterations", type=int, default=100, help="mcsa: most iterations")
+    parser.add_argument("--max-iterations", type=integer, default=100, help="mcsa: most iterations")
     commands.add_run_options(parser, "batches")
 
 
@@ -38,18 +40,32 @@ def _system(args):
 
     if args.problem:
         build, default_size = PROBLEMS[args.problem]
-        A = build(args.size or default_size)
-    elif args.matrix.endswith(".npz"):
-        A = scipy.sparse.load_npz(args.matrix)
+        size = default_size if args.size is None else check_count("--size", args.size)
+        try:
+            A = build(size)
+        except ValueError as err:
+            raise ValueError(f"--size {size}: {err}") from None
     else:
-        A = scipy.io.mmread(args.matrix)
+        if args.size is not None:
+            raise ValueError("--size sets the size of a --problem matrix; a --matrix file has its own")
+        A = _read("--matrix", args.matrix, scipy.sparse.load_npz if args.matrix.endswith(".npz") else scipy.io.mmread)
     if args.rhs is None:
         b = np.ones(A.shape[0])
     elif args.rhs.endswith(".npy"):
-        b = np.load(args.rhs)
+        b = _read("--rhs", args.rhs, lambda path: np.load(path, allow_pickle=False))
+    elif args.rhs.endswith(".mtx"):
+        b = _read("--rhs", args.rhs, lambda path: scipy.io.mmread(path).todense())
     else:
-        b = np.asarray(scipy.io.mmread(args.rhs).todense() if args.rhs.endswith(".mtx") else np.loadtxt(args.rhs))
+        b = _read("--rhs", args.rhs, np.loadtxt)
     return A, np.asarray(b).ravel()
+
+
+def _read(option, path, read):
+    """``read(path)``, or a ValueError naming ``option`` and the file when it cannot be read."""
+    try:
+        return read(path)
+    except (OSError, ValueError, TypeError) as err:  # missing, unreadable or malformed
+        raise ValueError(f"{option} {path!r} cannot be read: {err}") from None
 
 
 def run(args):

@@ -29,10 +29,7 @@ _DIVERGED = 100.0
 
 def check_options(tolerance, max_iterations, keep_batches):
     """Validate the MCSA-only options; return ``(tolerance, max_iterations)``."""
-    try:
-        tolerance = float(tolerance)
-    except (TypeError, ValueError):
-        raise ValueError(f"tolerance must be a number in (0, 1), got {tolerance!r}") from None
+    tolerance = engine.check_real("tolerance", tolerance)
     if not (0.0 < tolerance < 1.0):
         raise ValueError(f"tolerance must be a number in (0, 1), got {tolerance!r}")
     if keep_batches:

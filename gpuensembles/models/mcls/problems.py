@@ -9,7 +9,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from ...core.engine import check_count
+from ...core.validation import check_count, check_memory, check_real
 
 
 def laplacian_2d(m: int = 30):
@@ -24,6 +24,8 @@ def laplacian_2d(m: int = 30):
         The matrix ``A``.
     """
     m = check_count("m", m)
+    # five nonzeros per row (float64 values, int32 indices), about three times over while building
+    check_memory(3 * 12 * 5 * m * m, f"the {m**2} x {m**2} matrix of m={m}")
     line = sp.diags_array([-np.ones(m - 1), 2.0 * np.ones(m), -np.ones(m - 1)], offsets=[-1, 0, 1])
     eye = sp.identity(m)
     return sp.csr_array(sp.kron(eye, line) + sp.kron(line, eye))
@@ -41,7 +43,9 @@ def shifted_laplacian_1d(n: int = 10**6, shift: float = 0.5):
         The matrix ``A``.
     """
     n = check_count("n", n)
-    if not (math.isfinite(shift) and shift > 0):
+    check_memory(3 * 12 * 3 * n, f"the {n} x {n} matrix of n={n}")
+    shift = check_real("shift", shift)
+    if not shift > 0:
         raise ValueError(f"shift must be a finite number > 0 (keeps rho(H) < 1), got {shift!r}")
     return sp.csr_array(sp.diags_array([-np.ones(n - 1), (2.0 + shift) * np.ones(n), -np.ones(n - 1)],
                                        offsets=[-1, 0, 1]))

@@ -51,7 +51,7 @@ def mc_solve(A, b, method: Method = "adjoint", histories=1_000_000, *, weight_cu
 
     Parameters
     ----------
-    A : scipy.sparse matrix or 2-D ndarray, shape (n, n)
+    A : scipy.sparse matrix or 2-D array_like, shape (n, n)
         Real, square, with a nonzero diagonal.
     b : array_like, shape (n,)
         Right-hand side (not all zero).
@@ -112,6 +112,8 @@ def mc_solve(A, b, method: Method = "adjoint", histories=1_000_000, *, weight_cu
     """
     call = dict(A=A, b=b, method=method, histories=histories, weight_cutoff=weight_cutoff, max_steps=max_steps,
                 estimator=estimator, entries=entries, batches=batches, seed=seed, chunks=chunks)
+    engine.check_choice("method", method, METHODS)
+    force, keep_batches = engine.check_flag("force", force), engine.check_flag("keep_batches", keep_batches)
     if method == "mcsa":
         call.update(tolerance=tolerance, max_iterations=max_iterations)
         tolerance, max_iterations = mcsa.check_options(tolerance, max_iterations, keep_batches)
@@ -119,11 +121,14 @@ def mc_solve(A, b, method: Method = "adjoint", histories=1_000_000, *, weight_cu
                             force, backend)
     resolved = _backend.resolve(backend) if chunks is None and engine._active_client() is None else None
     # the CPU runs a piece's batches in parallel, so a piece (a progress-bar step) holds a batch per thread
+    batches = problem.per_batch.size
     pieces = 1 if resolved == "cuda" else min(20, batches // numba.config.NUMBA_NUM_THREADS)
+    what = f"batches={batches} of {problem.rows.size} rows"
 
     def run(p: _Problem, show=progress):
         """Run the batches of problem ``p`` (eagerly, or as dask tasks)."""
-        return engine.run_items(p.run, batches, p.width, chunks=chunks, pieces=pieces, progress=show, unit="batch")
+        return engine.run_items(p.run, batches, p.width, chunks=chunks, pieces=pieces, progress=show, unit="batches",
+                                what=what)
 
     if method == "mcsa":
         ds = mcsa.iterate(problem, tolerance, max_iterations, run)
@@ -238,18 +243,17 @@ def _times_transpose(indptr, indices, data, T):
 def _make_problem(A, b, method, histories, weight_cutoff, max_steps, estimator, entries, batches, seed, force,
                   backend) -> _Problem:
     """Validate everything, split ``A`` and check convergence; no walk runs here."""
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    if estimator not in ESTIMATORS:
-        raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
-    if backend not in _backend.BACKENDS:
-        raise ValueError(f"backend must be one of {_backend.BACKENDS}, got {backend!r}")
+    engine.check_choice("method", method, METHODS)
+    engine.check_choice("estimator", estimator, ESTIMATORS)
+    engine.check_choice("backend", backend, _backend.BACKENDS)
     A, b = check_system(A, b)
     n = A.shape[0]
-    batches = engine.check_count("batches", batches, minimum=2)
-    histories = engine.check_count("histories", histories, minimum=batches)
+    batches = engine.check_count("batches", batches, minimum=2, maximum=engine.MAX_STEPS)
+    histories = engine.check_count("histories", histories, minimum=batches, maximum=engine.MAX_STEPS)
+    # per batch: its counts and first history id, and its row of tallies (twice when estimated)
+    engine.check_memory(batches * (24 + 16 * (n + 1)), f"the tallies of batches={batches} over n={n} rows")
     cutoff = _check_cutoff(weight_cutoff)
-    steps = _UNLIMITED if max_steps is None else engine.check_count("max_steps", max_steps)
+    steps = _UNLIMITED if max_steps is None else engine.check_count("max_steps", max_steps, maximum=engine.MAX_STEPS)
     if cutoff == 0.0 and max_steps is None:
         raise ValueError("with weight_cutoff=0 a walk could run forever: give max_steps (a fixed history length)")
     rows = _check_entries(entries, n, method)
@@ -285,10 +289,7 @@ def adjoint_sources(f: np.ndarray) -> tuple:
 
 
 def _check_cutoff(weight_cutoff) -> float:
-    try:
-        cutoff = float(weight_cutoff)
-    except (TypeError, ValueError):
-        raise ValueError(f"weight_cutoff must be a number in [0, 1), got {weight_cutoff!r}") from None
+    cutoff = engine.check_real("weight_cutoff", weight_cutoff)
     if not (0.0 <= cutoff < 1.0):
         raise ValueError(f"weight_cutoff must be a number in [0, 1), got {weight_cutoff!r}")
     return cutoff
@@ -299,7 +300,12 @@ def _check_entries(entries, n, method) -> np.ndarray:
         return np.arange(n)
     if method != "forward":
         raise ValueError("entries selects rows for method='forward'; the adjoint method estimates every row at once")
-    rows = np.atleast_1d(np.asarray(entries))
+    if isinstance(entries, (str, bytes)):
+        raise TypeError(f"entries must be a non-empty 1-D array of row indices, got {entries!r}")
+    try:
+        rows = np.atleast_1d(np.asarray(entries))
+    except ValueError:  # ragged
+        raise ValueError(f"entries must be a non-empty 1-D array of row indices, got {entries!r}") from None
     if rows.ndim != 1 or rows.size == 0 or not np.issubdtype(rows.dtype, np.integer):
         raise ValueError(f"entries must be a non-empty 1-D array of row indices, got {entries!r}")
     if rows.min() < 0 or rows.max() >= n:

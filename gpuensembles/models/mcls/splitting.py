@@ -20,6 +20,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ...core.backend import cached
+from ...core.validation import real_array
 
 #: Up to this size the spectral radii come from ARPACK (power iteration if it fails); above it from power iteration.
 _ARPACK_MAX_N = 5_000
@@ -35,12 +36,17 @@ def check_system(A, b):
     ValueError
         Naming ``A`` or ``b`` and what is allowed.
     """
-    if not (sp.issparse(A) or isinstance(A, np.ndarray)):
-        raise ValueError(f"A must be a scipy.sparse matrix or a 2-D numpy array, got {type(A).__name__}")
+    if not sp.issparse(A):
+        wanted = f"A must be a scipy.sparse matrix or a 2-D array, got {type(A).__name__} {A!r}"
+        if isinstance(A, (str, bytes)) or A is None:
+            raise TypeError(wanted)
+        A = real_array("A", A)
+        if A.ndim == 0:
+            raise TypeError(wanted)
+    elif A.dtype.kind not in "iuf":
+        raise TypeError(f"A must hold real numbers, got a sparse matrix of dtype {A.dtype}")
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"A must be square, got shape {A.shape}")
-    if np.iscomplexobj(A) or np.iscomplexobj(b):
-        raise ValueError("A and b must be real; complex systems are not supported")
     A = sp.csr_array(A, dtype=np.float64)
     A.sum_duplicates()
     n = A.shape[0]
@@ -48,7 +54,7 @@ def check_system(A, b):
         raise ValueError("A must have at least one row")
     if not np.all(np.isfinite(A.data)):
         raise ValueError("A must be finite (no NaN or inf)")
-    b = np.asarray(b, dtype=np.float64)
+    b = real_array("b", b)
     if b.shape not in ((n,), (n, 1)):
         raise ValueError(f"b must have shape ({n},) to match A {A.shape}, got {b.shape}")
     b = b.reshape(n)

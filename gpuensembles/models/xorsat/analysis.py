@@ -30,6 +30,8 @@ the exponential law and :func:`fit_growth` fits ``ln tau = a + b N``.
 import numpy as np
 import xarray as xr
 
+from ...core.validation import check_choice, check_count, check_dim, check_flag, check_real, real_array
+
 RUN = "run"
 INSTANCE = "instance"
 #: time variable -> its unit when the variable carries no ``units`` attribute
@@ -37,14 +39,15 @@ TIMES = {"seconds": "s", "sweeps": "sweep"}
 #: time -> its variable
 TIME_VARIABLES = {"seconds": "tts_seconds", "sweeps": "tts_sweeps"}
 STATISTICS = ("median", "mean")
+#: Largest Monte Carlo null sample of :func:`ks_test`.
+MAX_MC_SAMPLES = 10**8
 
 
 def _times(ds: xr.Dataset, time: str):
     """The run times (float) and ``solved`` flags of ``ds``, validated, and the unit of ``time``."""
     if not isinstance(ds, xr.Dataset):
         raise TypeError(f"ds must be an xarray Dataset, got {type(ds).__name__}")
-    if time not in TIMES:
-        raise ValueError(f"time must be one of {tuple(TIMES)}, got {time!r}")
+    check_choice("time", time, tuple(TIMES))
     if RUN not in ds.dims:
         raise ValueError(f"ds has no {RUN!r} dimension (the independent runs of the solver); "
                          f"it has dims {tuple(ds.dims)}")
@@ -67,7 +70,7 @@ def _times(ds: xr.Dataset, time: str):
 
 
 def _confidence(confidence) -> float:
-    c = float(confidence)
+    c = check_real("confidence", confidence)
     if not 0.0 < c < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
     return c
@@ -155,7 +158,7 @@ def mean(ds: xr.Dataset, time: str = "seconds", confidence: float = 0.95) -> xr.
 
 
 def _q(q) -> np.ndarray:
-    values = np.asarray(q, dtype=float)
+    values = real_array("q", q)
     if values.ndim > 1 or values.size == 0:
         raise ValueError(f"q must be a scalar or a non-empty 1-D array of percentiles, got shape {values.shape}")
     if not np.all((values >= 0) & (values < 100)):
@@ -357,8 +360,9 @@ def from_timeouts(ds: xr.Dataset, timeout=None, time: str = "seconds", confidenc
                                  f"for time={time!r}; pass timeout=")
         k = solved.sum(RUN)
     else:
-        T = timeout if isinstance(timeout, xr.DataArray) else xr.DataArray(float(timeout))
-        if not bool(((T > 0) & np.isfinite(T)).all()):
+        T = (timeout.copy(data=real_array("timeout", timeout.values)) if isinstance(timeout, xr.DataArray)
+             else xr.DataArray(real_array("timeout", timeout)))
+        if T.size == 0 or not bool(((T > 0) & np.isfinite(T)).all()):
             raise ValueError(f"timeout must be positive and finite, got {timeout!r}")
         early = ~solved & (t < T)
         if bool(early.any()):
@@ -424,8 +428,8 @@ def fit_growth(ds: xr.Dataset, dim: str = "N", time: str = "seconds", statistic:
         ``b_stderr``, ``points`` (``n``); along ``dim``: ``tau`` (the reduced ``tau`` used)
         and ``fit`` (``exp(a + b dim)``), in the unit of ``time``.
     """
-    if statistic not in STATISTICS:
-        raise ValueError(f"statistic must be one of {STATISTICS}, got {statistic!r}")
+    check_choice("statistic", statistic, STATISTICS)
+    check_dim("dim", dim, ds.dims)
     if dim in (RUN, INSTANCE):
         raise ValueError(f"dim must not be {dim!r} (runs and instances are reduced before the fit)")
     if dim not in ds.dims:
@@ -501,10 +505,19 @@ def plot_survival(ds: xr.Dataset, ax=None, time: str = "seconds", instance=None,
     matplotlib Axes
         The axes drawn into.
     """
+    from ...analysis.plots import axes
+
+    law = check_flag("law", law)
     if instance is not None:
         if INSTANCE not in ds.dims:
             raise ValueError(f"instance= needs an {INSTANCE!r} dimension; ds has dims {tuple(ds.dims)}")
-        ds = ds.sel({INSTANCE: instance})
+        from pandas.errors import InvalidIndexError
+
+        try:
+            ds = ds.sel({INSTANCE: instance})
+        except (KeyError, ValueError, TypeError, IndexError, InvalidIndexError) as err:
+            raise ValueError(f"instance must be labels of the {INSTANCE!r} coordinate "
+                             f"{ds[INSTANCE].values.tolist()}, got {instance!r} ({type(err).__name__})") from None
     t, solved, units = _times(ds, time)
     tau = mean(ds, time=time)["tau"].compute()
     t, solved = t.compute(), solved.compute()
@@ -512,10 +525,7 @@ def plot_survival(ds: xr.Dataset, ax=None, time: str = "seconds", instance=None,
     t = t.transpose(*others, RUN)
     solved = solved.transpose(*others, RUN)
     tau = tau.transpose(*others)
-    if ax is None:
-        import matplotlib.pyplot as plt
-
-        _, ax = plt.subplots(figsize=(5.5, 4))
+    ax = axes(ax)
     runs = t.sizes[RUN]
     shape = tuple(t.sizes[d] for d in others)
     for index in np.ndindex(*shape):
@@ -587,13 +597,14 @@ def ks_test(ds: xr.Dataset, time: str = "seconds", n_mc_samples: int = 9999, see
     if not bool(solved.all()):
         raise ValueError("ks_test needs every run solved (censored times cannot be tested); select the points "
                          "without unsolved runs, or rerun with a longer timeout")
-    n_mc_samples = int(n_mc_samples)
-    if n_mc_samples < 1:
-        raise ValueError(f"n_mc_samples must be a positive integer, got {n_mc_samples}")
+    n_mc_samples = check_count("n_mc_samples", n_mc_samples, maximum=MAX_MC_SAMPLES)
+    try:
+        rng = np.random.default_rng(seed)
+    except (TypeError, ValueError) as err:
+        raise type(err)(f"seed must be a non-negative integer (or numpy Generator), got {seed!r}") from None
     runs = t.sizes[RUN]
     t = t.compute()
     statistic = xr.apply_ufunc(_ks_exponential, t, input_core_dims=[[RUN]])
-    rng = np.random.default_rng(seed)
     block = max(1, 2_000_000 // runs)
     null = np.concatenate([_ks_exponential(rng.exponential(size=(min(block, n_mc_samples - start), runs)))
                            for start in range(0, n_mc_samples, block)])

@@ -1,7 +1,8 @@
 """Subcommand ``xorsat``."""
 
 from ...core import commands
-from ...core.commands import add_parameter, values
+from ...core.commands import add_parameter, integer, values
+from ...core.validation import check_count
 from .instances import load_instance, random_instances
 from .run import DEFAULT_CLONES, solve
 
@@ -9,23 +10,28 @@ from .run import DEFAULT_CLONES, solve
 def add_arguments(parser):
     """Options of ``xorsat``."""
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--N", type=int, nargs="+", help="sizes of random instances (variables)")
+    source.add_argument("--N", type=integer, nargs="+", help="sizes of random instances (variables)")
     source.add_argument("--instance-file", metavar="FILE", help="an instance (.nc, or XOR-clause text .xnf/.cnf)")
-    parser.add_argument("--instances", type=int, default=1, help="random instances per size")
-    parser.add_argument("--instance-seed", type=int, default=0, help="seed of the random instances")
+    parser.add_argument("--instances", type=integer, default=1, help="random instances per size")
+    parser.add_argument("--instance-seed", type=integer, default=0, help="seed of the random instances")
     add_parameter(parser, "p", "flip probability of a variable in one unsatisfied triplet", default=[0.1])
-    parser.add_argument("--clones", type=int, default=DEFAULT_CLONES, help="clones per run")
-    parser.add_argument("--runs", type=int, default=1, help="independent runs per instance")
-    parser.add_argument("--timeout", type=int, help="sweeps after which a run gives up (default: none)")
+    parser.add_argument("--clones", type=integer, default=DEFAULT_CLONES, help="clones per run")
+    parser.add_argument("--runs", type=integer, default=1, help="independent runs per instance")
+    parser.add_argument("--timeout", type=integer, help="sweeps after which a run gives up (default: none)")
     commands.add_run_options(parser, "runs")
 
 
 def run(args):
     """Run ``xorsat``."""
     if args.instance_file:
-        instances = load_instance(args.instance_file)
+        try:
+            instances = load_instance(args.instance_file)
+        except ValueError as err:
+            raise ValueError(f"--instance-file: {err}") from None
     else:
-        instances = random_instances(values(args.N), args.instances, seed=args.instance_seed)
+        count = check_count("--instances", args.instances)
+        seed = check_count("--instance-seed", args.instance_seed, minimum=0, maximum=2**32 - 1)
+        instances = random_instances(values(args.N), count, seed=seed)
     return solve(instances, p=values(args.p), clones=args.clones, timeout=args.timeout, runs=args.runs,
                  **commands.run_options(args))
 

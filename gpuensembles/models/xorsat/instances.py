@@ -59,6 +59,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from ...core.validation import check_memory
+
 __all__ = [
     "N_MIN",
     "N_MAX",
@@ -127,6 +129,10 @@ def _check_sizes(N) -> tuple[list[int], bool]:
     """``(sizes, scalar)`` from an int or a 1-D sequence of distinct ints."""
     if isinstance(N, (str, bytes)):
         raise ValueError(f"N must be an integer or a 1-D sequence of distinct integers, got {N!r}")
+    try:
+        np.ndim(N)
+    except ValueError:  # ragged nesting
+        raise ValueError(f"N must be an integer or a 1-D sequence of distinct integers, got {N!r}") from None
     if np.ndim(N) == 0:
         return [_check_N(N)], True
     if np.ndim(N) != 1 or len(N) == 0:
@@ -242,6 +248,8 @@ def random_instances(N, count: int, seed: int | None = None, *, gauge: bool = Tr
     seed = _check_seed(seed)
     gauge = _check_gauge(gauge)
     L = max(sizes)
+    # per instance: triplets (int32), parity and planted (uint8), nullity (int64)
+    check_memory(len(sizes) * count * (14 * L + 8), f"count={count} instances of each of N={sizes}")
     triplets = np.full((len(sizes), count, L, 3), -1, dtype=np.int32)
     parity = np.zeros((len(sizes), count, L), dtype=np.uint8)
     planted = np.zeros((len(sizes), count, L), dtype=np.uint8)
@@ -289,6 +297,8 @@ def select_instance(instances: xr.Dataset, N: int | None = None, instance: int |
     xarray.Dataset
         Identical to ``random_instance(N, seed, gauge=gauge, index=instance)``.
     """
+    if not isinstance(instances, xr.Dataset):
+        raise TypeError(f"instances must be an xarray.Dataset from random_instances, got {type(instances).__name__}")
     if "N" not in instances.coords or "instance" not in instances.dims:
         raise ValueError("instances must come from random_instances (coordinates 'N' and 'instance')")
     sizes = np.atleast_1d(instances["N"].values)
@@ -571,10 +581,19 @@ def load_instance(path) -> xr.Dataset:
     ValueError
         Malformed file (with the line number) or an invalid instance.
     """
+    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a file name (str or path-like), got {type(path).__name__} {path!r}")
     path = Path(path)
-    if path.suffix.lower() == ".nc":
-        return check_instance(xr.load_dataset(path))
-    return check_instance(_parse_xnf(path.read_text(), os.fspath(path)))
+    if not path.is_file():
+        raise ValueError(f"path {str(path)!r} is not a file" + ("" if path.exists() else " (it does not exist)"))
+    try:
+        if path.suffix.lower() == ".nc":
+            ds = xr.load_dataset(path)
+        else:
+            return check_instance(_parse_xnf(path.read_text(), os.fspath(path)))
+    except (OSError, UnicodeDecodeError) as err:
+        raise ValueError(f"path {str(path)!r} cannot be read as an instance: {err}") from err
+    return check_instance(ds)
 
 
 def _parse_xnf(text: str, name: str) -> xr.Dataset:

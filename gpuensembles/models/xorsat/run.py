@@ -141,11 +141,8 @@ def solve(instances, p=0.1, clones=DEFAULT_CLONES, timeout=None, runs=1, *, seed
     ps = np.atleast_1d(p_da.values).astype(np.float64)
     if ps.size > _MAX_INDEX:
         raise ValueError(f"at most {_MAX_INDEX} values of p, got {ps.size}")
-    clones = engine.check_count("clones", clones)
-    runs = engine.check_count("runs", runs)
-    for name, value, most in (("clones", clones, MAX_CLONES), ("runs", runs, MAX_RUNS)):
-        if value > most:
-            raise ValueError(f"{name} must be at most {most}, got {value}")
+    clones = engine.check_count("clones", clones, maximum=MAX_CLONES)
+    runs = engine.check_count("runs", runs, maximum=MAX_RUNS)
     if timeout is None:
         stuck = [float(x) for x in ps if quasi_greedy.threshold(x) == (0, False) or x == 1]
         if stuck:
@@ -153,20 +150,22 @@ def solve(instances, p=0.1, clones=DEFAULT_CLONES, timeout=None, runs=1, *, seed
                              "deterministic after the start): give a timeout (in sweeps)")
         limit = MAX_TIMEOUT
     else:
-        limit = engine.check_count("timeout", timeout, minimum=0)
-        if limit > MAX_TIMEOUT:
-            raise ValueError(f"timeout must be at most {MAX_TIMEOUT} sweeps, got {limit}")
+        limit = engine.check_count("timeout", timeout, minimum=0, maximum=MAX_TIMEOUT)
     seed = engine.check_seed(seed)
-    if backend not in _backend.BACKENDS:
-        raise ValueError(f"backend must be one of {_backend.BACKENDS}, got {backend!r}")
+    engine.check_choice("backend", backend, _backend.BACKENDS)
     stacked, problems = _problems(instances)
     points = [(k, prob) for k in range(ps.size) for prob in problems]
     n_max = max(prob.N for prob in problems)
+    words = -(-clones // 32)  # a run's clone words, progress and results while it runs (see kernels._start)
+    engine.check_memory(words * (4 * n_max + 16), f"the clones of one run (clones={clones}, N={n_max})",
+                        fix="use fewer clones")
     outputs = {"best": engine.Output((len(points) * runs,), np.uint64, 0),
                "seconds_per_sweep": engine.Output((len(points) * runs,), np.float64, 0),
                "solution": engine.Output((len(points) * runs, n_max), np.uint8, 0)}
     block = functools.partial(_run_items, points, ps, runs, clones, limit, seed, n_max, backend)
-    raw = engine.run_realizations(block, len(points) * runs, outputs, chunks=chunks, pieces=20, progress=progress)
+    what = f"runs={runs} at {len(points)} points ({ps.size} values of p, {len(problems)} instances of N <= {n_max})"
+    raw = engine.run_realizations(block, len(points) * runs, outputs, chunks=chunks, pieces=20, progress=progress,
+                                  unit="runs", what=what)
     return _dataset(raw, stacked, instances, p_da, ps, runs, clones, limit, timeout, seed, backend, call)
 
 
@@ -174,7 +173,7 @@ def _problems(instances) -> tuple:
     """``(stacked, problems)``: the instance dims (``N``, ``instance``) present and one
     :class:`_Problem` per instance, in their order."""
     if not isinstance(instances, xr.Dataset):
-        raise ValueError(f"instances must be an xarray.Dataset of instances, got {type(instances).__name__}")
+        raise TypeError(f"instances must be an xarray.Dataset of instances, got {type(instances).__name__}")
     stacked = [d for d in ("N", "instance") if d in instances.dims]
     if "instance" in stacked:
         sizes = np.atleast_1d(instances["N"].values).tolist()

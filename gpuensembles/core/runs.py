@@ -1,0 +1,197 @@
+"""Ensembles whose members reduce to arrays: :func:`run_realizations` and :func:`run_items`.
+
+The run functions whose kernels are not a first passage (trajectories, lattices,
+oscillator systems, clones, batches of walks) hand the engine a pure block function
+``block(start, stop)`` over their members; it runs eagerly in pieces (so a progress bar
+advances) or as one dask task per chunk. Before anything runs, the outputs are checked
+against the memory available (all of them when eager, one chunk's when lazy).
+"""
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import dask.array as da
+import numpy as np
+
+from . import validation
+from .progress import bar as _progress_bar
+from .progress import shown, starting
+from .validation import check_count, check_memory, gathering
+
+
+def _split(n: int, size: int) -> tuple:
+    return (size,) * (n // size) + ((n % size,) if n % size else ())
+
+
+def _active_client():
+    try:
+        from distributed import get_client
+
+        return get_client()
+    except (ImportError, ValueError):
+        return None
+
+
+def _memory_limit(client) -> int:
+    """Bytes one task may use: the smallest worker's memory limit on a cluster, else what is free here."""
+    if client is not None:
+        limits = [w.get("memory_limit") or 0 for w in client.scheduler_info().get("workers", {}).values()]
+        if limits and min(limits) > 0:
+            return int(min(limits))
+    return validation.available_memory()
+
+
+@dataclass(frozen=True)
+class Units:
+    """What a progress bar counts: ``per_item`` units per item, ``total`` in all (default: all items').
+
+    Attributes
+    ----------
+    name : str
+        What is counted, plural (``"lattices"``).
+    per_item : int
+        Units per item of the run (e.g. lattices per group of 32 packed lattices).
+    total : int, optional
+        Units of the whole run, where the last item holds fewer.
+    desc : str, optional
+        A prefix of the bar (``"L=64"``).
+    """
+
+    name: str = "realizations"
+    per_item: int = 1
+    total: int | None = None
+    desc: str | None = None
+
+    def done(self, n: int) -> int:
+        """Units finished after the first ``n`` items."""
+        units = n * self.per_item
+        return units if self.total is None else min(units, self.total)
+
+
+def _run_pieces(block, n: int, pieces: int, show: bool, units: Units) -> list:
+    """Call ``block(lo, hi)`` over ``[0, n)`` in up to ``pieces`` calls (one without a bar), advancing the bar.
+
+    Returns ``[((lo, hi), result), ...]`` in order.
+    """
+    bounds = np.linspace(0, n, max(1, min(pieces if show else 1, n)) + 1).astype(int)
+    results = []
+    with _progress_bar(units.done(n), show, unit=units.name, desc=units.desc) as bar:
+        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            results.append(((lo, hi), block(lo, hi)))
+            bar.update(units.done(hi) - units.done(lo))
+    return results
+
+
+def run_items(block: Callable, n_items: int, width: int, *, chunks=None, pieces: int = 1, progress="auto",
+              unit: str | Units = "items", what: str | None = None):
+    """Run ``block(start, stop) -> float64 array (stop - start, width)`` over items ``[0, n_items)``.
+
+    For ensembles whose items (e.g. batches of walks) each reduce to a row of numbers.
+    Eager (numpy, in up to ``pieces`` calls so a progress bar can advance) unless
+    ``chunks`` (items per task) is given or a ``distributed.Client`` is active; then a
+    dask array with one task per chunk. ``block`` must be picklable and pure: a chunk's
+    rows depend only on its items. The rows must fit in memory (all of them when eager,
+    a chunk's when lazy; ``what`` names what sets their number in the message), else
+    ValueError before anything runs. ``unit`` names what the bar counts.
+    """
+    units = unit if isinstance(unit, Units) else Units(unit)
+    show = shown(progress)
+    client = _active_client()
+    chunks = _chunk_size(chunks, n_items, client)
+    what = what or f"{n_items} {units.name}"
+    if chunks is not None:
+        size = min(check_count("chunks", chunks), n_items)
+        check_memory(size * width * 8, f"one chunk of {size} {units.name} (chunks={chunks})",
+                     limit=_memory_limit(client))
+        if gathering():
+            check_memory(n_items * width * 8, f"the result of {what}")
+        starting()
+        return da.map_blocks(_items_block, block, chunks=(_split(n_items, size), (width,)), dtype=np.float64,
+                             meta=np.empty((0, 0), dtype=np.float64))
+    check_memory(n_items * width * 8, f"the result of {what}")
+    starting()
+    out = np.empty((n_items, width), dtype=np.float64)
+    for (lo, hi), rows in _run_pieces(block, n_items, pieces, show, units):
+        out[lo:hi] = rows
+    return out
+
+
+def _chunk_size(chunks, n, client):
+    """``chunks`` as given, or four tasks per worker of an active ``distributed.Client``."""
+    if chunks is None and client is not None:
+        workers = max(1, len(client.scheduler_info().get("workers", {})))
+        chunks = -(-n // (4 * workers))
+    return chunks
+
+
+def _items_block(block, block_info=None):
+    start, stop = block_info[None]["array-location"][0]
+    return block(start, stop)
+
+
+@dataclass(frozen=True)
+class Output:
+    """One array a realization block returns.
+
+    Its full ``shape`` and ``dtype``, and ``axis``, the realization axis along which
+    blocks are joined, or ``None`` for a tally that blocks add to (an integer histogram:
+    exact for any chunking).
+    """
+
+    shape: tuple
+    dtype: type
+    axis: int | None
+
+    def nbytes(self, n: int | None = None) -> int:
+        """Bytes of the whole array, or of a block of ``n`` items."""
+        shape = self.shape if n is None else _block_shape(self, n)
+        return math.prod(shape) * np.dtype(self.dtype).itemsize
+
+
+def run_realizations(block: Callable, realizations: int, outputs: dict, *, chunks=None, pieces: int = 1,
+                     progress="auto", unit: str | Units = "realizations", what: str | None = None) -> dict:
+    """Run ``block(start, stop) -> {name: array}`` over realizations ``[0, realizations)``.
+
+    Returns ``{name: array}`` shaped as ``outputs[name]`` (:class:`Output`). Eager (numpy,
+    in up to ``pieces`` calls so a progress bar can advance) unless ``chunks``
+    (realizations per task) is given or a ``distributed.Client`` is active; then dask
+    arrays with one task per chunk. ``block`` must be picklable and pure: a chunk's
+    numbers depend only on its realizations. The outputs must fit in memory (all of them
+    when eager, a chunk's when lazy; ``what`` names what sets their size in the
+    message), else ValueError before anything runs. ``unit`` says what the bar counts.
+    """
+    units = unit if isinstance(unit, Units) else Units(unit)
+    show = shown(progress)
+    client = _active_client()
+    chunks = _chunk_size(chunks, realizations, client)
+    what = what or f"{realizations} {units.name}"
+    if chunks is not None:
+        import dask
+
+        size = min(check_count("chunks", chunks), realizations)
+        check_memory(sum(o.nbytes(size) for o in outputs.values()), f"one chunk of {size} (chunks={chunks}) of {what}",
+                     limit=_memory_limit(client))
+        if gathering():
+            check_memory(sum(o.nbytes() for o in outputs.values()), f"the result of {what}")
+        starting()
+        bounds = np.cumsum((0,) + _split(realizations, size))
+        parts = [(lo, hi, dask.delayed(block, pure=True)(lo, hi)) for lo, hi in zip(bounds[:-1], bounds[1:])]
+        return {name: _join([da.from_delayed(part[name], _block_shape(o, hi - lo), o.dtype) for lo, hi, part in parts],
+                            o.axis, da) for name, o in outputs.items()}
+    check_memory(sum(o.nbytes() for o in outputs.values()), f"the result of {what}")
+    starting()
+    results = [r for _, r in _run_pieces(block, realizations, pieces, show, units)]
+    return {name: _join([r[name] for r in results], o.axis, np) for name, o in outputs.items()}
+
+
+def _block_shape(output: Output, n: int) -> tuple:
+    if output.axis is None:
+        return output.shape
+    return output.shape[:output.axis] + (n,) + output.shape[output.axis + 1:]
+
+
+def _join(arrays, axis, xp):
+    if len(arrays) == 1:
+        return arrays[0]
+    return xp.concatenate(arrays, axis=axis) if axis is not None else xp.stack(arrays).sum(axis=0)
