@@ -124,7 +124,7 @@ def launches():
     from numba, numba-cuda and the package raised as errors: per run, the error (or None) and
     the launch sites the timer saw."""
     categories = (_warn_like_numba_cuda(), __import__("numba").core.errors.NumbaPerformanceWarning)
-    runs = {"escape": lambda: escape("underdamped", "float32"), "mcls": lambda: mcls("adjoint"),
+    runs = {"escape": lambda: escape("underdamped", "float32"), "mcls": lambda: mcls("adjoint", "collision"),
             "langevin": lambda: langevin("underdamped", "srk2"), "xorsat": xorsat}
     runs.update({f"kuramoto-{path}": (lambda path=path: kuramoto(path)) for path in CASES["kuramoto"]})
     runs.update({f"ising-{path}": (lambda path=path: ising(path)) for path in CASES["ising"]})

@@ -99,7 +99,8 @@ def test_simulator_xorsat_equals_cpu_bit_for_bit(simulated, simulator_cases):
 
 
 #: The launch sites each run uses (the names its kernel timer reports).
-LAUNCH_SITES = {"escape": {"first_passage"}, "mcls": {"walks"}, "langevin": {"trajectories"}, "xorsat": {"xorsat"},
+LAUNCH_SITES = {"escape": {"first_passage"}, "mcls": {"walks", "walk_reduce"},
+                "langevin": {"trajectories"}, "xorsat": {"xorsat"},
                 "kuramoto-mean-field": {"mean_field"}, "kuramoto-matrix": {"pairwise"}, "ising-resident": {"ising"},
                 "ising-launched": {"ising"}, "ising-int8": {"ising"}}
 
