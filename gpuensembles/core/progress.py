@@ -67,8 +67,8 @@ def bar(total: int, show: bool, unit: str = "realizations", desc: str | None = N
     """
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, disable=not show, unit=f" {unit}", unit_scale=total >= 10**4, leave=False, desc=desc,
-                file=sys.stderr)
+    return tqdm(total=total, disable=not show, unit=f" {unit}", unit_scale=(total or 0) >= 10**4, leave=False,
+                desc=desc, file=sys.stderr)
 
 
 @contextlib.contextmanager

@@ -1,0 +1,172 @@
+"""Trials: trajectories from given states until a coordinate leaves a window (rare-event rounds).
+
+A rare-event method (forward flux sampling, :mod:`gpuensembles.core.ffs`) advances an
+ensemble in *rounds*: every round launches one batch of independent trials, each starting
+from a stored state and running until its reaction coordinate reaches ``hi`` (success),
+falls to ``lo`` (failure) or has taken ``max_steps`` steps. The next round's starting
+states are taken from this round's end states. This template runs one round, on the GPU
+(persistent threads take the next trial from an atomic counter, so a warp does not wait
+for its slowest lane) or on all CPU cores, from one scalar source.
+
+Every trial draws its random numbers from Philox with key ``(seed, stream)`` and counter
+``(draw, trial id)``; the caller gives each trial its own id, so a trial's path does not
+depend on how a round is split into launches or on the backend.
+"""
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from ..backend import (
+    bind_cuda,
+    build_for,
+    cached,
+    identity,
+    launching,
+    out_of_memory_as_memory_error,
+    simulating_cuda,
+    simulator_copy,
+    simulator_view,
+)
+
+cuda = None  # numba.cuda once a CUDA template is built (see bind_cuda)
+
+#: ``status`` of a trial: still running, reached ``hi``, fell to ``lo``, out of steps.
+RUNNING, REACHED, RETURNED, CENSORED = 0, 1, 2, 3
+
+
+@dataclass(frozen=True)
+class TrialKernel:
+    """Scalar pieces of one trial, shared by both targets (``numba.jit`` functions without signatures).
+
+    Attributes
+    ----------
+    prepare : callable
+        ``prepare(par) -> coef``: coefficients (kept in registers) from one row of float64
+        parameters.
+    start : callable
+        ``start(coef, starts, i, seed, stream, trial) -> state``: the state of trial ``i``
+        from row ``i`` of the float64 array ``starts`` (a model may read a NaN first column
+        as "draw it from the model's initial distribution"); ``state[0]`` is the int64
+        step count.
+    advance : callable
+        ``advance(state, coef, lo, hi, max_steps, seed, stream, trial) -> (state, status)``:
+        a few steps, stopping at the first one whose coordinate is ``>= hi`` (status
+        ``REACHED``) or ``<= lo`` (``RETURNED``), or at ``max_steps`` (``CENSORED``).
+    export : callable
+        ``export(state, out, i)``: write the end state into row ``i`` of the float64 array
+        ``out``; column 0 is the reaction coordinate, the last column its largest value
+        along the trial, the columns between are what ``start`` reads back.
+    """
+
+    prepare: Callable
+    start: Callable
+    advance: Callable
+    export: Callable
+
+
+@functools.cache
+def trial_runner(kernel: TrialKernel, backend: str):
+    """Compile ``kernel`` for ``backend``; return its runner of one round.
+
+    ``run(params, rows, starts, lo, hi, streams, trials, seed, max_steps, steps, status, ends)``:
+
+    Trial ``i`` uses parameter row ``params[rows[i]]``, starts from ``starts[i]``, runs in
+    the window ``(lo[i], hi[i])`` with Philox stream ``streams[i]`` and trial id
+    ``trials[i]``, and leaves its step count in ``steps[i]``, its status in ``status[i]``
+    and its end state in ``ends[i]`` (all output arrays are filled in place).
+    """
+    return build_for(backend, kernel, _cpu_trials, _cuda_trials)
+
+
+def _cpu_trials(kernel):
+    prepare, start, advance, export = kernel.prepare, kernel.start, kernel.advance, kernel.export
+
+    @cached
+    @numba.njit(parallel=True)
+    def run_items(params, rows, starts, lo, hi, streams, trials, seed, max_steps, steps, status, ends, n_threads):
+        n = rows.shape[0]
+        # round-robin: trial lengths differ by orders of magnitude (a trial near an
+        # interface ends at once, one in the basin may run long)
+        for t in numba.prange(n_threads):
+            for i in range(t, n, n_threads):
+                coef = prepare(params[rows[i]])
+                state = start(coef, starts, i, seed, streams[i], trials[i])
+                code = RUNNING
+                while code == RUNNING:
+                    state, code = advance(state, coef, lo[i], hi[i], max_steps, seed, streams[i], trials[i])
+                steps[i] = state[0]
+                status[i] = code
+                export(state, ends, i)
+
+    def run_cpu(params, rows, starts, lo, hi, streams, trials, seed, max_steps, steps, status, ends):
+        if rows.size:
+            run_items(params, rows, starts, lo, hi, streams, trials, seed, max_steps, steps, status, ends,
+                      numba.get_num_threads())
+
+    run_cpu.kernel = run_items
+    return run_cpu
+
+
+_CUDA_THREADS_PER_BLOCK = 128
+
+
+def _cuda_trials(kernel):
+    bind_cuda(globals())
+    prepare, start, advance, export = kernel.prepare, kernel.start, kernel.advance, kernel.export
+    simulated = simulating_cuda()
+    readable = simulator_copy if simulated else identity
+    writable = simulator_view if simulated else identity
+
+    @cached
+    @cuda.jit(fastmath=True)
+    def run_kernel(params, rows, starts, lo, hi, streams, trials, seed, max_steps, steps, status, ends, counter):
+        # persistent threads: a lane whose trial ends takes the next from the counter
+        params = readable(params)
+        starts = readable(starts)
+        n = rows.shape[0]
+        i = cuda.atomic.add(counter, 0, 1)
+        j = min(i, n - 1)
+        coef = prepare(params[rows[j]])
+        state = start(coef, starts, j, seed, streams[j], trials[j])
+        while i < n:
+            state, code = advance(state, coef, lo[i], hi[i], max_steps, seed, streams[i], trials[i])
+            if code != RUNNING:
+                steps[i] = state[0]
+                status[i] = code
+                export(state, writable(ends), i)
+                i = cuda.atomic.add(counter, 0, 1)
+                if i < n:
+                    coef = prepare(params[rows[i]])
+                    state = start(coef, starts, i, seed, streams[i], trials[i])
+
+    def run_cuda(params, rows, starts, lo, hi, streams, trials, seed, max_steps, steps, status, ends):
+        n = rows.size
+        if n == 0:
+            return
+        if simulated:
+            blocks, threads = 1, min(n, 8)
+        else:
+            sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
+            threads = _CUDA_THREADS_PER_BLOCK
+            blocks = max(1, min(sms * 16, -(-n // threads)))
+        with out_of_memory_as_memory_error(f"a round of {n} trials"):
+            device = [cuda.to_device(np.ascontiguousarray(a)) for a in (params, rows, starts, lo, hi, streams, trials)]
+            d_steps = cuda.device_array(n, dtype=np.int64)
+            d_status = cuda.device_array(n, dtype=np.int8)
+            d_ends = cuda.device_array(ends.shape, dtype=np.float64)
+            counter = cuda.to_device(np.zeros(1, dtype=np.int64))
+        run_stream = cuda.stream()
+        with launching("trials", run_stream):
+            run_kernel[blocks, threads, run_stream](*device, np.uint32(seed), np.int64(max_steps), d_steps, d_status,
+                                                   d_ends, counter)
+        d_steps.copy_to_host(steps, stream=run_stream)
+        d_status.copy_to_host(status, stream=run_stream)
+        d_ends.copy_to_host(ends, stream=run_stream)
+        run_stream.synchronize()
+
+    run_cuda.kernel = run_kernel
+    return run_cuda

@@ -1,0 +1,46 @@
+"""The rate estimators of core.ffs on a process with a known answer (no model, no kernel)."""
+
+import math
+
+import numpy as np
+
+from gpuensembles.core import ffs
+from gpuensembles.core.templates.rounds import CENSORED, REACHED
+
+
+class ExponentialRounds(ffs.Rounds):
+    """Trials whose passage steps are exponential with rate ``RATE`` per step, censored at ``max_steps``."""
+
+    RATE = 1e-3
+
+    def __init__(self, n_points, max_steps):
+        super().__init__(run=None, table=np.zeros((n_points, 1)), streams=np.arange(n_points, dtype=np.uint32),
+                         seed=0, width=2, max_steps=max_steps)
+
+    def __call__(self, points, starts, lo, hi, ids):
+        u = np.array([np.random.default_rng(int(i)).random() for i in ids % 2**36 + 10**6 * np.asarray(points)])
+        steps = np.ceil(-np.log1p(-u) / self.RATE).astype(np.int64)
+        status = np.where(steps > self.max_steps, CENSORED, REACHED).astype(np.int8)
+        steps = np.minimum(steps, self.max_steps)
+        np.add.at(self.steps, points, steps)
+        return steps, status, np.zeros((len(points), self.width))
+
+
+def test_direct_rate_handles_censoring():
+    # half the trials censored: 1 / mean(t) would be far off, the MLE is not
+    n = 4000
+    rounds = ExponentialRounds(2, max_steps=round(math.log(2) / ExponentialRounds.RATE))
+    rate, stderr, censored = ffs.direct_rates(rounds, np.zeros(2), np.array([1.0, 0.5]), n)
+    assert np.all(np.abs(censored / n - 0.5) < 4 * math.sqrt(0.25 / n))
+    expected = ExponentialRounds.RATE / np.array([1.0, 0.5])
+    assert np.all(np.abs(rate - expected) <= 4 * stderr)
+    # the delta-method error is that of the exponential MLE, rate / sqrt(passages)
+    np.testing.assert_allclose(stderr, rate / np.sqrt(n - censored), rtol=0.1)
+    assert rounds.steps.sum() > 0
+
+
+def test_trial_ids_name_the_round_and_never_collide():
+    ids = {int(ffs.trial_id(kind, stage, batch, i)) for kind in range(4) for stage in (0, 1, 1023)
+           for batch in (0, 4095) for i in (0, 2**36 - 1)}
+    assert len(ids) == 4 * 3 * 2 * 2
+    assert max(ids) < 2**63
