@@ -11,7 +11,7 @@ from .core.cluster import cluster
 from .core.io import open_dataset, version
 from .models import josephson, mcls, xorsat
 from .models.ising import ising
-from .models.josephson import escape_times, switching_currents
+from .models.josephson import escape_rates, escape_times, switching_currents
 from .models.kuramoto import kuramoto
 from .models.langevin import langevin
 from .models.mcls import mc_solve
@@ -24,5 +24,5 @@ __version__ = version()
 for _name, _module in (("josephson", josephson), ("mcls", mcls), ("xorsat", xorsat)):
     _sys.modules.setdefault(f"{__name__}.{_name}", _module)
 
-__all__ = ["escape_times", "switching_currents", "josephson", "langevin", "kuramoto", "ising", "mc_solve", "mcls",
-           "xorsat", "cluster", "open_dataset", "__version__"]
+__all__ = ["escape_times", "switching_currents", "escape_rates", "josephson", "langevin", "kuramoto", "ising",
+           "mc_solve", "mcls", "xorsat", "cluster", "open_dataset", "__version__"]

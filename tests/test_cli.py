@@ -186,3 +186,21 @@ def test_cli_xorsat_random_and_file_instances(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["xorsat", "--N", "24", "--p", "1.5", "-o", str(tmp_path / "x.nc")])
     assert exit_info.value.code == 2 and "p must lie in" in capsys.readouterr().err
+
+
+def test_escape_rates_command(tmp_path, capsys):
+    out = tmp_path / "rates.nc"
+    args = ["escape-rates", "--model", "overdamped", "--damping", "1", "--gamma", "0.3", "0.5", "--D", "0.06",
+            "--h", "0.05", "--rel-error", "0.3", "--seed", "1", "--backend", "cpu", "--no-progress", "-o", str(out),
+            "--plot", str(tmp_path / "rates.png")]
+    assert cli.main(args) == 0
+    direct = ge.escape_rates(model="overdamped", damping=1.0, gamma=[0.3, 0.5], D=0.06, h=0.05, rel_error=0.3,
+                             seed=1, backend="cpu", progress=False)
+    back = ge.open_dataset(out)
+    np.testing.assert_array_equal(back.rate.values, direct.rate.values)
+    assert list(back.method.values) == ["ffs", "ffs"]
+    assert "rate_stderr" in capsys.readouterr().out
+    assert (tmp_path / "rates.png").stat().st_size > 0
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["escape-rates", "--gamma", "0.5", "--h", "0.01", "--R", "250", "--damping", "1", "-o", str(out)])
+    assert exc.value.code == 2

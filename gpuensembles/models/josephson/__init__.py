@@ -9,9 +9,10 @@ junction parameters.
 
 from ...core.registry import Command, RunFunction, register
 from . import analysis, cli, theory  # noqa: F401  (analysis registers the Dataset.fpt accessor)
+from .rates import escape_rates
 from .run import escape_times, normalize, switching_currents
 
-__all__ = ["escape_times", "switching_currents", "normalize", "theory"]
+__all__ = ["escape_times", "switching_currents", "escape_rates", "normalize", "theory"]
 
 register(RunFunction(
     name="escape_times", function=escape_times, family="josephson",
@@ -26,4 +27,11 @@ register(RunFunction(
                     cli.add_switching_currents, cli.run_switching_currents, cli.summary, cli.plot),
     example=lambda: dict(damping=0.5, D=0.05, dgamma=2e-4, h=0.01, realizations=8, seed=1),
     example_chunks=3,
+))
+register(RunFunction(
+    name="escape_rates", function=escape_rates, family="josephson",
+    command=Command("escape-rates", "escape rates over many decades (direct, or forward flux sampling)",
+                    cli.add_escape_rates, cli.run_escape_rates, cli.rates_summary, cli.rates_plot),
+    example=lambda: dict(model="overdamped", damping=1.0, gamma=[0.3, 0.5], D=0.06, h=0.05, rel_error=0.3, seed=1),
+    example_chunks=1,
 ))

@@ -10,6 +10,8 @@ from ...core import commands
 from ...core.commands import add_parameter, integer, values
 from ...core.progress import on_start
 from . import theory
+from .rates import METHODS as RATE_METHODS
+from .rates import escape_rates
 from .run import (
     DTYPES,
     INTEGRATORS,
@@ -180,6 +182,76 @@ def plot(ds, path):
     for point in points:
         label = ", ".join(f"{d}={float(point[d]):.4g}" for d in sweep) or "simulation"
         plot_cdf(point.copy(data=point.values), ax=ax, label=label)
+    ax.set_title(ds.attrs["model"])
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def add_escape_rates(parser):
+    """Options of ``escape-rates``."""
+    add_parameter(parser, "V0", PARAMETERS["V0"]["long_name"] + " (normalized form)")
+    for name in ("damping", "D"):
+        add_parameter(parser, name, PARAMETERS[name]["long_name"] + " (normalized form)")
+    for name in ("R", "C", "Ic", "T"):
+        long_name, units, *_ = PHYSICAL[name]
+        add_parameter(parser, name, f"{long_name} [{units}] (SI form)")
+    for name in ("gamma", "h"):
+        add_parameter(parser, name, PARAMETERS[name]["long_name"], required=True)
+    parser.add_argument("--model", choices=MODELS, default="underdamped")
+    parser.add_argument("--integrator", choices=INTEGRATORS, default="euler",
+                        help="Euler-Maruyama (seed 000) or BAOAB (underdamped; ~10x larger h at equal accuracy)")
+    parser.add_argument("--method", choices=RATE_METHODS, default="auto",
+                        help="direct first passage (barriers <= 20 theta), forward flux sampling (3 to 100 theta), "
+                             "or auto (direct below 6 theta)")
+    parser.add_argument("--rel-error", type=float, default=0.03, help="target relative standard error of each rate")
+    parser.add_argument("--dtype", choices=DTYPES, default="float32")
+    commands.add_run_options(parser, "parameter points")
+
+
+def run_escape_rates(args):
+    """Run ``escape-rates``."""
+    physical = {k: values(getattr(args, k)) for k in ("R", "C", "Ic", "T")}
+    normalized = dict(V0=values(args.V0), damping=values(args.damping), D=values(args.D))
+    kwargs = dict(gamma=values(args.gamma), h=values(args.h), model=args.model, integrator=args.integrator,
+                  method=args.method, rel_error=args.rel_error, dtype=args.dtype, **commands.run_options(args))
+    if any(v is not None for v in physical.values()):
+        missing = [k for k, v in physical.items() if v is None]
+        if missing:
+            raise ValueError(f"the SI form needs {', '.join('--' + k for k in missing)}")
+        if any(v is not None for v in normalized.values()):
+            raise ValueError("give either the SI options (--R --C --Ic --T) or --V0/--damping/--D")
+        kwargs["physical"] = physical
+    else:
+        kwargs.update({k: v for k, v in normalized.items() if v is not None})
+    return escape_rates(**kwargs)
+
+
+def rates_summary(ds, seconds, output):
+    """Steps and their rate, then the escape rate with its error and method per point."""
+    commands.header(ds, seconds, int(ds.steps.sum()), "steps", output)
+    columns = [k for k in ("rate", "rate_stderr", "rate_per_second", "barrier", "method", "interfaces") if k in ds]
+    commands.print_table(ds[columns] if ds.rate.ndim else ds[[c for c in columns if c != "method"]])
+
+
+def rates_plot(ds, path):
+    """Escape rate (log scale) against the first swept parameter, with error bars, into a PNG."""
+    commands.use_agg()
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    rate = ds.rate if ds.rate.ndim else ds.rate.expand_dims("point")
+    dim = rate.dims[0]
+    others = [d for d in rate.dims if d != dim]
+    lines = rate.stack(line=others).transpose("line", ...) if others else [rate]
+    errors = ds.rate_stderr.broadcast_like(rate)
+    errors = errors.stack(line=others).transpose("line", ...) if others else [errors]
+    for line, error in zip(lines, errors):
+        x = line[dim].values if dim in line.coords else np.arange(line.size)
+        ax.errorbar(x, line.values, yerr=error.values, fmt="o-", ms=3, capsize=2)
+    ax.set_yscale("log")
+    ax.set_xlabel(dim)
+    ax.set_ylabel("escape rate [1 / time unit]")
     ax.set_title(ds.attrs["model"])
     fig.tight_layout()
     fig.savefig(path, dpi=120)

@@ -27,6 +27,7 @@ import numpy as np
 
 from ...core import rng
 from ...core.templates.first_passage import FirstPassageKernel
+from ...core.templates.rounds import TrialKernel
 
 ESCAPE_PARAMETERS = ("V0", "damping", "gamma", "D", "h")
 SWITCHING_PARAMETERS = ("V0", "damping", "D", "h", "dgamma", "gamma_start", "warm", "limit")
@@ -55,15 +56,8 @@ def step_coefficients(V0, damping, D, h, overdamped, baoab):
 
 
 @functools.cache
-def _integrator(model: str, dtype: str, integrator: str = "euler"):
-    """``block``: four steps from one Philox block of normals, in precision ``dtype``.
-
-    ``euler`` is the seed's Euler-Maruyama scheme. ``baoab`` (underdamped only) is the
-    symmetric splitting half kick, half drift, exact Ornstein-Uhlenbeck velocity update,
-    half drift, half kick (Leimkuhler & Matthews, Appl. Math. Res. Express 2013, 34):
-    weak order 2 and no first-order numerical heating, so it allows a ~10x larger ``h``
-    at the same accuracy. Both take one normal per step.
-    """
+def _step(model: str, dtype: str, integrator: str = "euler"):
+    """``(F, step)``: the float type of ``dtype`` and one step ``step(phi, v, z, decay, b, c, s, h) -> (phi, v)``."""
     F = np.float32 if dtype == "float32" else np.float64
     overdamped = model == "overdamped"
     baoab = integrator == "baoab"
@@ -82,6 +76,22 @@ def _integrator(model: str, dtype: str, integrator: str = "euler"):
             phi = phi + half * h * v
             return phi, v + half * (c - b * math.sin(phi))
         return phi + v * h, decay * v + (c - b * math.sin(phi)) + s * z
+
+    return F, euler
+
+
+@functools.cache
+def _integrator(model: str, dtype: str, integrator: str = "euler"):
+    """``block``: four steps from one Philox block of normals, in precision ``dtype``.
+
+    ``euler`` is the seed's Euler-Maruyama scheme. ``baoab`` (underdamped only) is the
+    symmetric splitting half kick, half drift, exact Ornstein-Uhlenbeck velocity update,
+    half drift, half kick (Leimkuhler & Matthews, Appl. Math. Res. Express 2013, 34):
+    weak order 2 and no first-order numerical heating, so it allows a ~10x larger ``h``
+    at the same accuracy. Both take one normal per step.
+    """
+    F, euler = _step(model, dtype, integrator)
+    jit = rng.fjit
 
     @jit
     def block(k, phi, v, z0, z1, z2, z3, decay, b, c, s, h, top, max_steps):
@@ -247,3 +257,72 @@ def switching_kernel(model: str, dtype: str, passage: str = "barrier_top", integ
         return now + following, status
 
     return FirstPassageKernel(prepare, init, advance)
+
+
+@rng.fjit
+def _thermal_state(V0, gamma, theta, overdamped, seed, stream, realization):
+    """``(phi, v)`` from the Boltzmann distribution of the well (see `_thermal_phase`); ``v = 0`` overdamped."""
+    phi = _thermal_phase(V0, gamma, theta, seed, stream, realization)
+    maxwell = rng.normals4_f64(seed, stream, realization, WARM_START_DRAW - 1)[0]
+    return phi, 0.0 if overdamped else math.sqrt(theta) * maxwell
+
+
+@functools.cache
+def trial_kernel(model: str, dtype: str, integrator: str = "euler"):
+    """Trials at constant bias for rare-event rounds (:mod:`gpuensembles.core.templates.rounds`).
+
+    The reaction coordinate is the phase. A trial starts from ``(phi, v)`` given in its row
+    of ``starts``, or, where ``phi`` is NaN, from the Boltzmann distribution of the well
+    (phase by exact rejection sampling between the two barrier tops, velocity Maxwellian);
+    it steps until the first step with ``phi >= hi`` or ``phi <= lo``. End rows are
+    ``(phi, v, largest phi)``. Parameter rows are ``V0, damping, gamma, D, h``
+    (`ESCAPE_PARAMETERS`); the steps are those of :func:`escape_kernel`.
+    """
+    F, euler = _step(model, dtype, integrator)
+    normals4 = rng.normals4_f32 if dtype == "float32" else rng.normals4_f64
+    overdamped = model == "overdamped"
+    baoab = integrator == "baoab"
+    jit = rng.fjit
+
+    @jit
+    def prepare(par):
+        V0, damping, gamma, D, h = par[0], par[1], par[2], par[3], par[4]
+        decay, b, s = step_coefficients(V0, damping, D, h, overdamped, baoab)
+        return F(decay), F(b), F(b * gamma), F(s), F(h), V0, gamma, D / damping
+
+    @jit
+    def start(coef, starts, i, seed, stream, trial):
+        phi, v = starts[i, 0], starts[i, 1]
+        if math.isnan(phi):
+            phi, v = _thermal_state(coef[5], coef[6], coef[7], overdamped, seed, stream, trial)
+        return (np.int64(0), F(phi), F(v), F(phi)) + normals4(seed, stream, trial, 0)
+
+    @jit
+    def window(k, phi, v, top, z0, z1, z2, z3, decay, b, c, s, h, lo, hi, max_steps):
+        # up to four steps of this block's normals; stop at the first step outside (lo, hi)
+        for j in range(min(4, max_steps - k)):
+            z = z0 if j == 0 else (z1 if j == 1 else (z2 if j == 2 else z3))
+            phi, v = euler(phi, v, z, decay, b, c, s, h)
+            top = max(top, phi)
+            if phi >= hi:
+                return (k + j + 1, phi, v, top), 1
+            if phi <= lo:
+                return (k + j + 1, phi, v, top), 2
+        k = min(k + 4, max_steps)
+        return (k, phi, v, top), (3 if k == max_steps else 0)
+
+    @jit
+    def advance(state, coef, lo, hi, max_steps, seed, stream, trial):
+        k, phi, v, top, z0, z1, z2, z3 = state
+        following = normals4(seed, stream, trial, (k >> 2) + 1)
+        now, status = window(k, phi, v, top, z0, z1, z2, z3, coef[0], coef[1], coef[2], coef[3], coef[4], lo, hi,
+                             max_steps)
+        return now + following, status
+
+    @jit
+    def export(state, out, i):
+        out[i, 0] = state[1]
+        out[i, 1] = state[2]
+        out[i, 2] = state[3]
+
+    return TrialKernel(prepare, start, advance, export)

@@ -48,7 +48,7 @@ def barrier_top(gamma):
     return np.pi - np.arcsin(gamma)
 
 
-def overdamped_mfpt(*, V0, damping, gamma, D, x0=None, b=None, points_per_unit=4000):
+def overdamped_mfpt(*, V0, damping, gamma, D, x0=None, b=None, thermal=False, points_per_unit=4000):
     """Exact mean first-passage time of the overdamped washboard particle.
 
     For ``damping phi' = -U'(phi) + xi``, ``<xi xi> = 2 D delta``, ``theta = D/damping``::
@@ -67,6 +67,10 @@ def overdamped_mfpt(*, V0, damping, gamma, D, x0=None, b=None, points_per_unit=4
         Start; default the well bottom ``arcsin(gamma)``.
     b : float, optional
         Absorbing point; default the barrier top ``pi - arcsin(gamma)``.
+    thermal : bool
+        Average ``T(x0)`` over the Boltzmann distribution ``exp(-U/theta)`` of the well
+        between its two barrier tops, ``(-pi - arcsin(gamma), pi - arcsin(gamma))``,
+        instead of starting at ``x0`` (the start of `escape_rates`' direct method).
     points_per_unit : int
         Quadrature points per unit of phase.
 
@@ -92,6 +96,13 @@ def overdamped_mfpt(*, V0, damping, gamma, D, x0=None, b=None, points_per_unit=4
     n = int((b - low) * points_per_unit) | 1
     z = np.linspace(low, b, n)
     inner = _integrate().cumulative_simpson(np.exp(-u(z)), x=z, initial=0.0)
+    if thermal:
+        outer = _integrate().cumulative_simpson(np.exp(u(z)) * inner, x=z, initial=0.0)
+        well = (z > -np.pi - a) & (z < np.pi - a)
+        weight = np.exp(-u(z[well]))
+        remaining = outer[-1] - outer[well]
+        return float(damping / theta * _integrate().simpson(weight * remaining, x=z[well])
+                     / _integrate().simpson(weight, x=z[well]))
     mask = z >= x0
     y = np.concatenate(([x0], z[mask])) if z[mask][0] > x0 else z[mask]
     inner_y = np.interp(y, z, inner)
