@@ -23,6 +23,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 def _simulator_cases() -> dict:
     """Keyword arguments of every run the CUDA simulator repeats, by name (JSON-serialisable)."""
+    # direct escape rates: five trials per point from the thermal state, through the rounds template
+    rates = dict(model="overdamped", damping=1.0, gamma=[0.3, 0.5], D=0.5, h=0.05, method="direct", rel_error=0.5,
+                 seed=5, progress=False)
     langevin = dict(a=[0.0, 2.0], f=0.3, kT=0.5, g=2.0, h=0.01, steps=48, sample_every=12, histogram=[0, 1],
                     realizations=5, seed=8, start="uniform", dtype="float64", progress=False)
     # 18 oscillators leave a partial group of four; both coupling paths
@@ -39,7 +42,7 @@ def _simulator_cases() -> dict:
     # two values of p, a partial word of clones, runs that word 0 solves early (word 1 must
     # then stop early) and runs censored at the timeout
     xorsat = dict(N=24, instance_seed=4, p=[0.05, 0.5], clones=40, runs=2, timeout=12, seed=1, progress=False)
-    return {"langevin": langevin, "kuramoto": kuramoto, "ising": ising, "xorsat": xorsat}
+    return {"langevin": langevin, "kuramoto": kuramoto, "ising": ising, "xorsat": xorsat, "rates": rates}
 
 
 @pytest.fixture(scope="session")

@@ -20,6 +20,7 @@ from gpuensembles.core import backend as _backend  # noqa: E402
 from gpuensembles.core import rng  # noqa: E402
 from gpuensembles.core.templates import walks  # noqa: E402
 from gpuensembles.models.ising import kernels as lattices  # noqa: E402
+from tests.round_case import trial_round  # noqa: E402
 
 cuda = _backend.cuda_module()
 CASES = json.loads(sys.argv[1])
@@ -47,6 +48,11 @@ def escape(model, dtype):
     ds = ge.escape_times(damping=1.0 if model == "overdamped" else 0.2, gamma=0.5, D=[0.3, 0.5], h=0.01,
                          realizations=6, seed=11, model=model, dtype=dtype, backend="cuda", max_steps=20_000)
     return {"steps": ds.steps.values.tolist(), "escaped": ds.escaped.values.tolist(), "device": ds.attrs["device"]}
+
+
+def rates(kwargs):
+    ds = ge.escape_rates(**kwargs, backend="cuda")
+    return {"rate": ds.rate.values.tolist(), "steps": ds.steps.values.tolist(), "device": ds.attrs["device"]}
 
 
 def mcls(method, estimator):
@@ -125,7 +131,8 @@ def launches():
     the launch sites the timer saw."""
     categories = (_warn_like_numba_cuda(), __import__("numba").core.errors.NumbaPerformanceWarning)
     runs = {"escape": lambda: escape("underdamped", "float32"), "mcls": lambda: mcls("adjoint", "collision"),
-            "langevin": lambda: langevin("underdamped", "srk2"), "xorsat": xorsat}
+            "langevin": lambda: langevin("underdamped", "srk2"), "xorsat": xorsat,
+            "rates": lambda: rates(CASES["rates"])}
     runs.update({f"kuramoto-{path}": (lambda path=path: kuramoto(path)) for path in CASES["kuramoto"]})
     runs.update({f"ising-{path}": (lambda path=path: ising(path)) for path in CASES["ising"]})
     out = {}
@@ -156,6 +163,8 @@ if __name__ == "__main__":
     for path in CASES["ising"]:
         result[f"ising-{path}"] = ising(path)
     result["xorsat"] = xorsat()
+    result["trials"] = trial_round("cuda")
+    result["rates"] = rates(CASES["rates"])
     for model in ("underdamped", "overdamped"):
         for dtype in ("float32", "float64"):
             result[f"{model}-{dtype}"] = escape(model, dtype)

@@ -6,6 +6,7 @@ import pytest
 
 import gpuensembles as ge
 from gpuensembles.core import rng
+from tests.round_case import trial_round
 
 
 def test_simulator_draws_equal_cpu_draws_bit_for_bit(simulated):
@@ -98,11 +99,26 @@ def test_simulator_xorsat_equals_cpu_bit_for_bit(simulated, simulator_cases):
         np.testing.assert_array_equal(np.asarray(values), cpu[name].values, err_msg=name)
 
 
+def test_simulator_trials_equal_cpu_bit_for_bit(simulated):
+    # given and thermal starts, both windows' sides reached, two parameter rows
+    cpu = trial_round("cpu")
+    assert set(cpu["status"]) == {1, 2}
+    assert simulated["trials"] == cpu
+
+
+def test_simulator_direct_rates_equal_cpu(simulated, simulator_cases):
+    cpu = ge.escape_rates(**simulator_cases["rates"], backend="cpu")
+    sim = simulated["rates"]
+    assert sim["device"] == "CUDA simulator"
+    assert sim["steps"] == cpu.steps.values.tolist()
+    assert sim["rate"] == cpu.rate.values.tolist()
+
+
 #: The launch sites each run uses (the names its kernel timer reports).
 LAUNCH_SITES = {"escape": {"first_passage"}, "mcls": {"walks", "walk_reduce"},
                 "langevin": {"trajectories"}, "xorsat": {"xorsat"},
                 "kuramoto-mean-field": {"mean_field"}, "kuramoto-matrix": {"pairwise"}, "ising-resident": {"ising"},
-                "ising-launched": {"ising"}, "ising-int8": {"ising"}}
+                "ising-launched": {"ising"}, "ising-int8": {"ising"}, "rates": {"trials"}}
 
 
 @pytest.mark.parametrize("run", sorted(LAUNCH_SITES))

@@ -164,3 +164,21 @@ def test_gpu_seed_fig10_with_baoab_at_the_seeds_step():
     expected = 0.05 * theory.barrier(0.5)
     print(f"\nFig. 10, BAOAB h=0.004: slope {float(fit.slope):.5f} +- {float(fit.slope_stderr):.5f} vs {expected:.5f}")
     assert abs(z_score(float(fit.slope), float(fit.slope_stderr), expected)) < 4
+
+
+def test_gpu_rates_agree_with_cpu_and_the_exact_rate():
+    # forward flux at 8 and 14 theta and direct at 3 theta: GPU against CPU within 4 combined
+    # standard errors, and against the exact overdamped rate within 4 SE plus the O(h) bias bound
+    h = 0.01
+    barrier = np.array([3.0, 8.0, 14.0])
+    D = float(theory.barrier(0.5)) / barrier
+    kw = dict(model="overdamped", damping=1.0, gamma=0.5, D=D, h=h, rel_error=0.05, seed=12, progress=False)
+    gpu = ge.escape_rates(**kw, backend="cuda")
+    cpu = ge.escape_rates(**kw, backend="cpu")
+    assert list(gpu.method.values) == ["direct", "ffs", "ffs"]
+    exact = np.array([1.0 / theory.overdamped_mfpt(V0=1.0, damping=1.0, gamma=0.5, D=d, b=math.asin(0.5) + 2 * math.pi,
+                                                   thermal=True) for d in D])
+    combined = np.hypot(gpu.rate_stderr, cpu.rate_stderr)
+    assert np.all(np.abs(gpu.rate - cpu.rate) <= 4 * combined)
+    bias = 2 * h * math.cos(math.asin(0.5)) * exact
+    assert np.all(np.abs(gpu.rate.values - exact) <= 4 * gpu.rate_stderr.values + bias)
