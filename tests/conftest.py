@@ -57,6 +57,6 @@ def simulated(simulator_cases) -> dict:
     the simulator must be on before ``numba.cuda`` is first imported)."""
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=str(HERE.parent))
     proc = subprocess.run([sys.executable, str(HERE / "simulator_checks.py"), json.dumps(simulator_cases)], env=env,
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout)

@@ -102,7 +102,7 @@ def test_simulator_xorsat_equals_cpu_bit_for_bit(simulated, simulator_cases):
 def test_simulator_trials_equal_cpu_bit_for_bit(simulated):
     # given and thermal starts, both windows' sides reached, two parameter rows
     cpu = trial_round("cpu")
-    assert set(cpu["status"]) == {1, 2}
+    assert {1, 2} <= set(cpu["status"])
     assert simulated["trials"] == cpu
 
 

@@ -100,3 +100,16 @@ def test_physical_and_normalized_forms_do_not_mix():
         ge.escape_rates(physical=dict(R=250.0, C=88e-15, Ic=0.748e-6, T=1.2), damping=1.0, gamma=0.9, h=1e-3)
     with pytest.raises(ValueError, match="physical"):
         ge.escape_rates(physical=dict(R=250.0, C=88e-15, Ic=0.748e-6), gamma=0.9, h=1e-3)
+
+
+@pytest.mark.parametrize("damping", [0.05, 0.5])
+def test_underdamped_ffs_agrees_with_direct(damping):
+    # the underdamped coordinate is the energy in the well and the phase past the top; both
+    # methods must count the same passage (the next well's bottom)
+    barrier = 5.0
+    D = damping * float(theory.barrier(GAMMA, V0)) / barrier
+    kw = dict(damping=damping, gamma=GAMMA, D=D, h=0.02, integrator="baoab", seed=5, **CPU)
+    ffs = ge.escape_rates(**kw, method="ffs", rel_error=0.15)
+    direct = ge.escape_rates(**kw, method="direct", rel_error=0.15)
+    combined = math.hypot(float(ffs.rate_stderr), float(direct.rate_stderr))
+    assert abs(float(ffs.rate) - float(direct.rate)) <= 4 * combined

@@ -271,11 +271,11 @@ def _thermal_state(V0, gamma, theta, overdamped, seed, stream, realization):
 def trial_kernel(model: str, dtype: str, integrator: str = "euler"):
     """Trials at constant bias for rare-event rounds (:mod:`gpuensembles.core.templates.rounds`).
 
-    The reaction coordinate is the phase. A trial starts from ``(phi, v)`` given in its row
-    of ``starts``, or, where ``phi`` is NaN, from the Boltzmann distribution of the well
-    (phase by exact rejection sampling between the two barrier tops, velocity Maxwellian);
-    it steps until the first step with ``phi >= hi`` or ``phi <= lo``. End rows are
-    ``(phi, v, largest phi)``. Parameter rows are ``V0, damping, gamma, D, h``
+    A trial starts from ``(phi, v)`` given in its row of ``starts``, or, where ``phi`` is
+    NaN, from the Boltzmann distribution of the well (phase by exact rejection sampling
+    between the two barrier tops, velocity Maxwellian); it steps until the first step
+    whose reaction coordinate (`reaction_coordinate`) is ``>= hi`` or ``<= lo``. End rows
+    are ``(phi, v, largest coordinate)``. Parameter rows are ``V0, damping, gamma, D, h``
     (`ESCAPE_PARAMETERS`); the steps are those of :func:`escape_kernel`.
     """
     F, euler = _step(model, dtype, integrator)
@@ -288,36 +288,43 @@ def trial_kernel(model: str, dtype: str, integrator: str = "euler"):
     def prepare(par):
         V0, damping, gamma, D, h = par[0], par[1], par[2], par[3], par[4]
         decay, b, s = step_coefficients(V0, damping, D, h, overdamped, baoab)
-        return F(decay), F(b), F(b * gamma), F(s), F(h), V0, gamma, D / damping
+        a = math.asin(gamma)
+        u_a = -V0 * (math.cos(a) + gamma * a)
+        du = -V0 * (math.cos(math.pi - a) + gamma * (math.pi - a)) - u_a
+        return (F(decay), F(b), F(b * gamma), F(s), F(h), V0, gamma, D / damping,
+                F(V0), F(gamma), F(u_a), F(math.pi - a), F(du), F(du / math.pi))
+
+    @jit
+    def coordinate(phi, v, coef):
+        if overdamped:
+            return phi
+        return reaction_coordinate(phi, v, coef[8], coef[9], coef[10], coef[11], coef[12], coef[13])
 
     @jit
     def start(coef, starts, i, seed, stream, trial):
         phi, v = starts[i, 0], starts[i, 1]
         if math.isnan(phi):
             phi, v = _thermal_state(coef[5], coef[6], coef[7], overdamped, seed, stream, trial)
-        return (np.int64(0), F(phi), F(v), F(phi)) + normals4(seed, stream, trial, 0)
-
-    @jit
-    def window(k, phi, v, top, z0, z1, z2, z3, decay, b, c, s, h, lo, hi, max_steps):
-        # up to four steps of this block's normals; stop at the first step outside (lo, hi)
-        for j in range(min(4, max_steps - k)):
-            z = z0 if j == 0 else (z1 if j == 1 else (z2 if j == 2 else z3))
-            phi, v = euler(phi, v, z, decay, b, c, s, h)
-            top = max(top, phi)
-            if phi >= hi:
-                return (k + j + 1, phi, v, top), 1
-            if phi <= lo:
-                return (k + j + 1, phi, v, top), 2
-        k = min(k + 4, max_steps)
-        return (k, phi, v, top), (3 if k == max_steps else 0)
+        phi, v = F(phi), F(v)
+        return (np.int64(0), phi, v, coordinate(phi, v, coef)) + normals4(seed, stream, trial, 0)
 
     @jit
     def advance(state, coef, lo, hi, max_steps, seed, stream, trial):
+        # up to four steps of this block's normals (the next block's drawn first, off the
+        # critical path); stop at the first step whose coordinate leaves (lo, hi)
         k, phi, v, top, z0, z1, z2, z3 = state
         following = normals4(seed, stream, trial, (k >> 2) + 1)
-        now, status = window(k, phi, v, top, z0, z1, z2, z3, coef[0], coef[1], coef[2], coef[3], coef[4], lo, hi,
-                             max_steps)
-        return now + following, status
+        for j in range(min(4, max_steps - k)):
+            z = z0 if j == 0 else (z1 if j == 1 else (z2 if j == 2 else z3))
+            phi, v = euler(phi, v, z, coef[0], coef[1], coef[2], coef[3], coef[4])
+            x = coordinate(phi, v, coef)
+            top = max(top, x)
+            if x >= hi:
+                return (k + j + 1, phi, v, top) + following, 1
+            if x <= lo:
+                return (k + j + 1, phi, v, top) + following, 2
+        k = min(k + 4, max_steps)
+        return (k, phi, v, top) + following, (3 if k == max_steps else 0)
 
     @jit
     def export(state, out, i):
@@ -326,3 +333,20 @@ def trial_kernel(model: str, dtype: str, integrator: str = "euler"):
         out[i, 2] = state[3]
 
     return TrialKernel(prepare, start, advance, export)
+
+
+@rng.fjit
+def reaction_coordinate(phi, v, V0, gamma, u_a, top, du, slope):
+    """Forward-flux coordinate of the underdamped particle: energy in the well, phase past the top.
+
+    ``min(E, du)`` with ``E = v^2 / 2 + U(phi) - U(arcsin gamma)`` while ``phi`` is left of
+    the barrier top, ``du + slope (phi - top)`` right of it (``du`` the barrier height).
+    In the energy-diffusion regime of weak damping the energy, not the phase, is what
+    crosses interfaces diffusively (a trajectory reaches a phase ballistically, with the
+    energy it already has), and past the top the phase measures progress to the next
+    well; the coordinate reaches ``du + slope (arcsin(gamma) + 2 pi - top)`` exactly when
+    ``phi`` reaches the next well's bottom. All arguments in one float type.
+    """
+    if phi >= top:
+        return du + slope * (phi - top)
+    return min(v * v * 0.5 - V0 * (math.cos(phi) + gamma * phi) - u_a, du)

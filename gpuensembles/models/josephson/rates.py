@@ -208,8 +208,7 @@ def _run_points(plan, points, settings, show=False) -> np.ndarray:
     table = plan.table()[points]
     V0, damping, gamma, D, h = table.T
     theta = D / damping
-    a = np.arcsin(gamma)
-    top, next_well = np.pi - a, a + 2.0 * np.pi
+    lam_a, lam_0, lam_b = _interfaces(settings["model"], V0, gamma, theta)
     out = np.zeros((len(points), len(_VARIABLES)))
     methods = settings["methods"][points]
     with bar(None, show, unit="rounds") as progress:
@@ -221,18 +220,34 @@ def _run_points(plan, points, settings, show=False) -> np.ndarray:
                                 max_steps=_max_steps(settings, table[mine]) if name == "direct" else engine.MAX_STEPS)
             if name == "direct":
                 n = math.ceil(1.2 / settings["rel_error"] ** 2)
-                rate, stderr, _ = ffs.direct_rates(rounds, next_well[mine], h[mine], n)
+                rate, stderr, _ = ffs.direct_rates(rounds, lam_b[mine], h[mine], n)
                 out[mine, 0], out[mine, 1], out[mine, 4] = rate, stderr, n
             else:
-                curvature = V0[mine] * np.cos(a[mine])
-                lam_0 = a[mine] + np.minimum(1.5 * np.sqrt(theta[mine] / curvature), 0.5 * (top[mine] - a[mine]))
-                result = ffs.forward_flux(rounds, a[mine], lam_0, next_well[mine], h[mine],
+                result = ffs.forward_flux(rounds, lam_a[mine], lam_0[mine], lam_b[mine], h[mine],
                                           _flux_settings(settings["rel_error"], table[mine]),
                                           on_round=lambda: progress.update(1))
                 out[mine, 0], out[mine, 1] = result["rate"], result["rate_stderr"]
                 out[mine, 3], out[mine, 4] = result["interfaces"], result["replicas"]
             out[mine, 2] = rounds.steps
     return out
+
+
+def _interfaces(model, V0, gamma, theta) -> tuple:
+    """Basin boundary, first interface and target of forward flux sampling, in coordinate units.
+
+    Overdamped, the coordinate is the phase: the basin is ``phi <= arcsin(gamma)``, the first
+    interface 1.5 thermal widths ``sqrt(theta / U'')`` above it. Underdamped, it is
+    `physics.reaction_coordinate`: the basin is ``E <= theta``, the first interface
+    ``E = 2.5 theta`` (the energy is exponential with mean theta in the well). The target,
+    also the passage point of the direct method, is the next well's bottom in both.
+    """
+    a = np.arcsin(gamma)
+    top, next_well = np.pi - a, a + 2.0 * np.pi
+    if model == "overdamped":
+        curvature = V0 * np.cos(a)
+        return a, a + np.minimum(1.5 * np.sqrt(theta / curvature), 0.5 * (top - a)), next_well
+    du = theory.barrier(gamma, V0)
+    return np.minimum(theta, 0.3 * du), np.minimum(2.5 * theta, 0.6 * du), du + du / np.pi * (next_well - top)
 
 
 def _flux_settings(rel_error, table) -> ffs.FluxSettings:
