@@ -28,6 +28,7 @@ from scipy import optimize, stats
 import gpuensembles as ge
 from gpuensembles.models.josephson import theory
 
+from .bench_escape_times import gpu_available
 from .bench_switching import LI2007
 
 SECTIONS = ("exact", "bias", "underdamped", "li", "ks")
@@ -196,6 +197,35 @@ def ks(backend, seed=5):
     return _table("Li junction: rates against the direct ramp (BAOAB h = 1e-3, next well)",
                   ["sweep 1/s", "n direct", "n rates", "mean direct", "mean rates", "z", "KS p", "ok", "direct s",
                    "rates s"], rows), records
+
+
+def rate_point_seconds(barrier, backend="cuda", rel_error=REL, seed=1, h=0.005):
+    """Seconds of one overdamped rate point at ``barrier`` theta (kernels compiled before), and its result."""
+    D = float(theory.barrier(GAMMA)) / barrier
+    kw = dict(model="overdamped", damping=1.0, gamma=GAMMA, D=D, h=h, rel_error=rel_error, backend=backend,
+              progress=False)
+    ge.escape_rates(**{**kw, "D": float(theory.barrier(GAMMA)) / 5.0, "rel_error": 0.3}, seed=seed)
+    ds, seconds = _timed(lambda: ge.escape_rates(**kw, seed=seed))
+    return seconds, ds
+
+
+class RatePoint:
+    """asv: GPU seconds of one forward-flux rate point (overdamped, 3 %) at 20, 40 and 60 theta."""
+
+    params = ([20.0, 40.0, 60.0],)
+    param_names = ["barrier"]
+    timeout = 600
+
+    def setup(self, barrier):
+        if not gpu_available():
+            raise NotImplementedError("no GPU")
+
+    def track_seconds(self, barrier):
+        seconds, ds = rate_point_seconds(barrier)
+        assert float(ds.rate_stderr) <= 1.5 * REL * float(ds.rate)
+        return seconds
+
+    track_seconds.unit = "s"
 
 
 def main(argv=None):

@@ -136,3 +136,12 @@ def test_table_refuses_what_it_cannot_measure(capsys):
     else:
         with pytest.raises(SystemExit):  # and five repeats
             table.main(["--repeats", "3"])
+
+
+def test_rate_point_benchmark_runs_small():
+    from benchmarks import bench_rates
+
+    seconds, ds = bench_rates.rate_point_seconds(6.0, backend="cpu", rel_error=0.3, h=0.05)
+    assert math.isfinite(seconds) and seconds > 0
+    assert str(ds.method.values) == "ffs" and float(ds.rate) > 0
+    assert bench_rates.RatePoint.track_seconds.unit == "s"
