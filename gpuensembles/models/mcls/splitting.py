@@ -19,7 +19,6 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 
 from ...core.backend import cached
 from ...core.validation import real_array
@@ -231,6 +230,8 @@ def spectral_radius(M, nonnegative=False) -> Radius:
     if M.nnz == 0:
         return Radius(0.0, 0.0, 0.0, "exact (no entries)")
     vector = None
+    import scipy.sparse.linalg as spla  # on first use: importing the package does not import it
+
     if n <= 2:
         estimate, method = float(np.max(np.abs(np.linalg.eigvals(M.toarray())))), "dense eigenvalues"
     else:
