@@ -271,9 +271,10 @@ def resident_threads() -> int:
 
     Ensemble mode (e.g. 8192 lattices of 64^2: 256 groups, one block each, on 132
     multiprocessors) runs two blocks per multiprocessor, 16 warps: more threads per block
-    give each one more warps to hide latency with. A block of ``T`` threads needs at most
-    ``65536 / T`` registers per thread, so 512 or 1024 need the ``ising_resident`` register
-    cap (``GPUENSEMBLES_REGISTER_LIMITS=ising_resident=128`` or ``=64``).
+    give each one more warps to hide latency with. Two blocks of ``T`` threads share a
+    multiprocessor's 65536 registers only at ``32768 / T`` registers per thread or fewer (else
+    the 256 blocks take two waves), so 512 or 1024 threads need the ``ising_resident`` cap
+    ``GPUENSEMBLES_REGISTER_LIMITS=ising_resident=64`` or ``=32``.
     """
     text = os.environ.get(RESIDENT_THREADS_VARIABLE, "")
     if not text:
