@@ -42,7 +42,12 @@ def _simulator_cases() -> dict:
     # two values of p, a partial word of clones, runs that word 0 solves early (word 1 must
     # then stop early) and runs censored at the timeout
     xorsat = dict(N=24, instance_seed=4, p=[0.05, 0.5], clones=40, runs=2, timeout=12, seed=1, progress=False)
-    return {"langevin": langevin, "kuramoto": kuramoto, "ising": ising, "xorsat": xorsat, "rates": rates}
+    # the mean-field kernel variants (GPUENSEMBLES_KURAMOTO_KERNEL): 150 oscillators are five
+    # simulator tiles of 32, the last one partial; 12 steps alternate the sweep direction
+    kuramoto_variants = dict(N=150, h=0.02, steps=12, sample_every=4, kT=0.2, bins=8, realizations=1, seed=3, K=2.0,
+                             progress=False)
+    return {"langevin": langevin, "kuramoto": kuramoto, "kuramoto_variants": kuramoto_variants, "ising": ising,
+            "xorsat": xorsat, "rates": rates}
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ assert os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
 import gpuensembles as ge  # noqa: E402
 from gpuensembles.core import backend as _backend  # noqa: E402
 from gpuensembles.core import rng  # noqa: E402
-from gpuensembles.core.templates import walks  # noqa: E402
+from gpuensembles.core.templates import coupled, walks  # noqa: E402
 from gpuensembles.models.ising import kernels as lattices  # noqa: E402
 from tests.round_case import trial_round  # noqa: E402
 
@@ -160,6 +160,11 @@ if __name__ == "__main__":
         result[f"langevin-{model}-{integrator}"] = langevin(model, integrator)
     for path in CASES["kuramoto"]:
         result[f"kuramoto-{path}"] = kuramoto(path)
+    for variant in coupled.MEAN_FIELD_VARIANTS:
+        os.environ[coupled.VARIANT_VARIABLE] = variant
+        ds = ge.kuramoto(backend="cuda", **CASES["kuramoto_variants"])
+        result[f"kuramoto-variant-{variant}"] = {"r": ds.r.values.tolist(), "density": ds.density.values.tolist()}
+    os.environ.pop(coupled.VARIANT_VARIABLE)
     for path in CASES["ising"]:
         result[f"ising-{path}"] = ising(path)
     result["xorsat"] = xorsat()

@@ -74,6 +74,17 @@ def test_simulator_kuramoto_equals_cpu(simulated, simulator_cases, path):
     assert sim["density"] == cpu.density.values.tolist()
 
 
+@pytest.mark.parametrize("variant", ["default", "coalesced", "coalesced-f32", "coalesced-f32-alternate"])
+def test_simulator_kuramoto_variants_equal_cpu(simulated, simulator_cases, variant, monkeypatch):
+    # every variant steps each oscillator with the same arithmetic and normals; only the order
+    # (float32 partials: the precision) of the order-parameter sums differs from the CPU's tiles
+    monkeypatch.setenv("GPUENSEMBLES_KURAMOTO_KERNEL", variant)
+    cpu = ge.kuramoto(backend="cpu", **simulator_cases["kuramoto_variants"])
+    sim = simulated[f"kuramoto-variant-{variant}"]
+    np.testing.assert_allclose(sim["r"], cpu.r.values, rtol=1e-5)
+    assert sim["density"] == cpu.density.values.tolist()
+
+
 @pytest.mark.parametrize("path", ["resident", "launched", "int8"])
 def test_simulator_ising_equals_cpu_bit_for_bit(simulated, simulator_cases, path):
     # Integer-only arithmetic: every path must reproduce the CPU chains exactly.

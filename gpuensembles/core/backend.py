@@ -134,6 +134,23 @@ def device_name(backend: str) -> str:
 REGISTER_LIMITS: dict = {"mean_field": 64}
 
 
+#: Environment variable overriding :data:`REGISTER_LIMITS` for benchmarks: ``name=N,name=N``
+#: (``N = 0``: no cap). Read when a kernel is built (the cap is part of its cache key).
+REGISTER_LIMITS_VARIABLE = "GPUENSEMBLES_REGISTER_LIMITS"
+
+
+def register_limits() -> dict:
+    """:data:`REGISTER_LIMITS` updated by ``GPUENSEMBLES_REGISTER_LIMITS`` (e.g. ``mean_field=96``)."""
+    limits = dict(REGISTER_LIMITS)
+    for item in filter(None, os.environ.get(REGISTER_LIMITS_VARIABLE, "").replace(" ", "").split(",")):
+        name, _, value = item.partition("=")
+        if not name or not value.isdigit() or (int(value) and not 16 <= int(value) <= 255):
+            raise ValueError(f"{REGISTER_LIMITS_VARIABLE} must read name=N,... with N = 0 (no cap) or 16..255, "
+                             f"got {item!r}")
+        limits[name] = int(value)
+    return limits
+
+
 def kernel_options(name: str) -> dict:
     """Extra ``cuda.jit`` options of kernel ``name``: its register cap, if it has one.
 
@@ -149,8 +166,8 @@ def kernel_options(name: str) -> dict:
     dict
         Keyword arguments for ``cuda.jit``.
     """
-    limit = REGISTER_LIMITS.get(name)
-    if limit is None or simulating_cuda():
+    limit = register_limits().get(name)
+    if not limit or simulating_cuda():
         return {}
     return {"max_registers": int(limit)}
 

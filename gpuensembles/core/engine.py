@@ -22,7 +22,6 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import dask.array as da
 import numpy as np
 import pandas as pd
 import xarray as xr
@@ -265,7 +264,7 @@ def execute(plan: Plan, chunks=None, progress="auto", store=None, bytes_per_valu
     starting()
     if lazy:
         meta = np.empty((0,) * len(plan.dims), np.int64)
-        return da.map_blocks(_dask_block, plan, chunk_store, chunks=dask_chunks, dtype=np.int64, meta=meta)
+        return dask_array().map_blocks(_dask_block, plan, chunk_store, chunks=dask_chunks, dtype=np.int64, meta=meta)
     if chunk_store is not None:
         try:
             return _run_eager_store(plan, chunk_store, show)

@@ -2,6 +2,7 @@
 
 import contextlib
 import datetime
+import functools
 import os
 import platform
 import tempfile
@@ -24,8 +25,9 @@ REALIZATION_ATTRS = {
 }
 
 
+@functools.cache
 def version() -> str:
-    """The installed package version (``0+unknown`` when run from a bare checkout)."""
+    """The installed package version (``0+unknown`` when run from a bare checkout), looked up once."""
     from importlib.metadata import PackageNotFoundError
     from importlib.metadata import version as _version
 

@@ -8,10 +8,10 @@ against the memory available (all of them when eager, one chunk's when lazy).
 """
 
 import math
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import dask.array as da
 import numpy as np
 
 from . import validation
@@ -25,6 +25,9 @@ def _split(n: int, size: int) -> tuple:
 
 
 def _active_client():
+    """The active ``distributed.Client`` or None (distributed is not imported to find out: no client exists before)."""
+    if "distributed" not in sys.modules:
+        return None
     try:
         from distributed import get_client
 
@@ -107,6 +110,8 @@ def run_items(block: Callable, n_items: int, width: int, *, chunks=None, pieces:
         if gathering():
             check_memory(n_items * width * 8, f"the result of {what}")
         starting()
+        import dask.array as da
+
         return da.map_blocks(_items_block, block, chunks=(_split(n_items, size), (width,)), dtype=np.float64,
                              meta=np.empty((0, 0), dtype=np.float64))
     check_memory(n_items * width * 8, f"the result of {what}")
@@ -168,6 +173,7 @@ def run_realizations(block: Callable, realizations: int, outputs: dict, *, chunk
     what = what or f"{realizations} {units.name}"
     if chunks is not None:
         import dask
+        import dask.array as da
 
         size = min(check_count("chunks", chunks), realizations)
         check_memory(sum(o.nbytes(size) for o in outputs.values()), f"one chunk of {size} (chunks={chunks}) of {what}",

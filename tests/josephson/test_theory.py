@@ -65,6 +65,9 @@ def test_mfpt_from_the_barrier_is_zero_and_grows_with_distance():
 def test_bgk_constant():
     # -zeta(1/2) / sqrt(2 pi) = 0.5825971579...
     assert theory.BGK_BETA == pytest.approx(0.5825971579, rel=1e-9)
+    from scipy import special
+
+    assert theory.BGK_BETA == float(-special.zeta(0.5) / math.sqrt(2.0 * math.pi))  # the literal is exact
     assert theory.discrete_monitoring_shift(D=0.5, damping=2.0, h=0.01) == pytest.approx(
         theory.BGK_BETA * math.sqrt(1.0) / 2.0 * 0.1)
     assert theory.discrete_monitoring_shift(D=0.5, damping=2.0, h=0.01, model="underdamped") == 0.0

@@ -17,6 +17,7 @@ are recorded. Oscillator ``i`` at step ``k`` takes normal ``i % 4`` of Philox bl
 
 import functools
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -59,17 +60,56 @@ class OscillatorKernel:
 _TILE = 256  # groups of four oscillators per CPU tile / CUDA block
 _MAX_BINS = 1024
 
+#: Variants of the mean-field kernel, chosen at run time by the environment variable
+#: ``GPUENSEMBLES_KURAMOTO_KERNEL`` (benchmarks compare them; ``default`` is what users get).
+#: Each is ``(coalesced, float32_partials, alternate)``:
+#:
+#: * ``coalesced`` (CUDA only): a warp steps 128 consecutive oscillators per pass, lane ``l``
+#:   oscillators ``l, l + 32, l + 64, l + 96`` (one 128-byte access per load or store instead
+#:   of four strided ones); each lane still draws Philox block ``i // 4`` for its group of four
+#:   and hands the normals over through shared memory, so every oscillator gets the same noise.
+#: * ``float32_partials`` (CUDA and CPU): each thread (CPU: each tile) adds its ``sin`` and
+#:   ``cos`` in float32; the blocks' (tiles') partial sums are added in float64 as before.
+#: * ``alternate`` (CUDA only): odd steps walk the tiles from the end, so the first oscillators
+#:   a step reads are the last the previous one wrote, still in L2.
+#:
+#: Every variant updates each oscillator with the same arithmetic and the same normals; only
+#: the order (and, for float32 partials, the precision) of the order-parameter sums changes.
+MEAN_FIELD_VARIANTS = {
+    "default": (False, False, False),
+    "coalesced": (True, False, False),
+    "coalesced-f32": (True, True, False),
+    "coalesced-f32-alternate": (True, True, True),
+}
+VARIANT_VARIABLE = "GPUENSEMBLES_KURAMOTO_KERNEL"
 
-@functools.cache
-def mean_field_runner(kernel: OscillatorKernel, backend: str):
+
+def mean_field_variant() -> str:
+    """The mean-field kernel variant named by ``GPUENSEMBLES_KURAMOTO_KERNEL`` (``default`` when unset)."""
+    name = os.environ.get(VARIANT_VARIABLE, "") or "default"
+    if name not in MEAN_FIELD_VARIANTS:
+        raise ValueError(f"{VARIANT_VARIABLE} must be one of {list(MEAN_FIELD_VARIANTS)}, got {name!r}")
+    return name
+
+
+def mean_field_runner(kernel: OscillatorKernel, backend: str, variant: str | None = None):
     """``run(x, omega, kn, h_g, s, steps, every, seed, stream, rid, r, psi, hist)`` for one system.
 
     ``x`` (float32, updated in place) and ``omega`` (float32) hold the phases and natural
     frequencies; the coupling is ``kn * sum_j sin(x_j - x_i)``. After step ``(m + 1) *
     every`` it writes ``r[m]``, ``psi[m]`` and adds the phases to ``hist[m, :]`` (int64,
-    zeroed by the caller; equal bins over ``[-pi, pi)``).
+    zeroed by the caller; equal bins over ``[-pi, pi)``). ``variant``: a key of
+    :data:`MEAN_FIELD_VARIANTS` (default: :func:`mean_field_variant`).
     """
-    return build_for(backend, kernel, _cpu_mean_field, _cuda_mean_field)
+    return _mean_field_runner(kernel, backend, variant or mean_field_variant())
+
+
+@functools.cache
+def _mean_field_runner(kernel, backend, variant):
+    if variant not in MEAN_FIELD_VARIANTS:
+        raise ValueError(f"variant must be one of {list(MEAN_FIELD_VARIANTS)}, got {variant!r}")
+    return build_for(backend, kernel, functools.partial(_cpu_mean_field, variant=variant),
+                     functools.partial(_cuda_mean_field, variant=variant))
 
 
 @functools.cache
@@ -103,15 +143,16 @@ def _record(x, m, r, psi, hist):
     psi[m] = math.atan2(s, c)
 
 
-def _cpu_mean_field(kernel):
+def _cpu_mean_field(kernel, variant="default"):
     step, noise = kernel.step, kernel.noise
+    zero = np.float32(0.0) if MEAN_FIELD_VARIANTS[variant][1] else 0.0  # a tile's sums in float32 or float64
 
     @cached
     @numba.njit(parallel=True)
     def tile_sums(x, ps, pc, ngroups, kn, h_g, s, omega, k, seed, stream, rid, advance):
         n = x.size
         for t in numba.prange(ps.size):
-            acc_s, acc_c = 0.0, 0.0
+            acc_s, acc_c = zero, zero
             for g in range(t * _TILE, min(ngroups, (t + 1) * _TILE)):
                 z = noise(s if advance else np.float32(0.0), seed, stream, rid, k * ngroups + g)
                 for j in range(4):
@@ -176,10 +217,11 @@ def _cpu_pairwise(kernel):
     return run
 
 
-def _cuda_mean_field(kernel):
+def _cuda_mean_field(kernel, variant="default"):
     bind_cuda(globals())
     step, noise = kernel.step, kernel.noise
     threads = 8 if simulating_cuda() else _TILE
+    coalesced, float32_partials, alternate = MEAN_FIELD_VARIANTS[variant]
 
     @cuda.jit(device=True)
     def block_sum(sh, a, b):
@@ -270,6 +312,10 @@ def _cuda_mean_field(kernel):
                 r[steps // every - 1] = math.sqrt(S * S + C * C) / n
                 psi[steps // every - 1] = math.atan2(S, C)
 
+    if coalesced:
+        mean_field_kernel = _tiled_mean_field_kernel(step, noise, threads, block_sum, total, float32_partials,
+                                                     alternate)
+
     def run(x, omega, kn, h_g, s, steps, every, seed, stream, rid, r, psi, hist):
         if hist.shape[1] > _MAX_BINS:
             raise ValueError(f"bins must be <= {_MAX_BINS}, got {hist.shape[1]}")
@@ -294,6 +340,110 @@ def _cuda_mean_field(kernel):
 
     run.kernel = mean_field_kernel
     return run
+
+
+def _tiled_mean_field_kernel(step, noise, threads, block_sum, total, float32_partials, alternate):
+    """The mean-field kernel of the ``coalesced`` variants (see :data:`MEAN_FIELD_VARIANTS`).
+
+    A warp owns tiles of ``4 * 32`` consecutive oscillators; lane ``l`` draws the four normals
+    of group ``base / 4 + l`` (oscillators ``base + 4 l .. base + 4 l + 3``, the same Philox
+    block as in the default kernel), stores them in shared memory at padded positions (no bank
+    conflicts on either side), and after a warp barrier steps oscillators ``base + l + 32 j``.
+    Under the simulator a block is one "warp" of ``threads`` lanes with a block barrier.
+    """
+    warp = threads if simulating_cuda() else 32
+    warps = threads // warp
+    tile = 4 * warp
+    padded = tile + tile // 32
+    zero = np.float32(0.0) if float32_partials else 0.0
+
+    if simulating_cuda():
+        @cuda.jit(device=True)
+        def tile_sync():
+            cuda.syncthreads()
+    else:
+        @cuda.jit(device=True)
+        def tile_sync():
+            cuda.syncwarp()
+
+    @cached
+    @cuda.jit(fastmath=True, **kernel_options("mean_field"))
+    def mean_field_tiled_kernel(x, omega, kn, h_g, s, steps, every, seed, stream, rid, partials, r, psi, hist):
+        grid = cuda.cg.this_grid()
+        sh = cuda.shared.array((2, threads), dtype=numba.float64)
+        shist = cuda.shared.array(_MAX_BINS, dtype=numba.int32)
+        zs = cuda.shared.array((warps, padded), dtype=numba.float32)
+        n = x.shape[0]
+        bins = hist.shape[1]
+        ngroups = (n + 3) // 4
+        ntiles = (n + tile - 1) // tile
+        t = cuda.threadIdx.x
+        lane = t % warp
+        w = t // warp
+        first = cuda.blockIdx.x * warps + w
+        stride = cuda.gridDim.x * warps
+        for q in range(t, bins, threads):
+            shist[q] = 0
+        acc_s, acc_c = zero, zero
+        for i in range(cuda.blockIdx.x * threads + t, n, cuda.gridDim.x * threads):
+            acc_s += math.sin(x[i])
+            acc_c += math.cos(x[i])
+        a, b = block_sum(sh, acc_s, acc_c)
+        if t == 0:
+            partials[0, 0, cuda.blockIdx.x] = a
+            partials[0, 1, cuda.blockIdx.x] = b
+        grid.sync()
+        for k in range(steps):
+            S, C = total(sh, partials, k & 1)
+            if k > 0 and k % every == 0 and cuda.blockIdx.x == 0 and t == 0:
+                r[k // every - 1] = math.sqrt(S * S + C * C) / n
+                psi[k // every - 1] = math.atan2(S, C)
+            cs, cc = np.float32(kn * S), np.float32(kn * C)
+            sample = (k + 1) % every == 0
+            backward = alternate and (k & 1) == 1
+            acc_s, acc_c = zero, zero
+            for it in range(first, ntiles, stride):
+                base = tile * (ntiles - 1 - it if backward else it)
+                if s != 0:
+                    g = base // 4 + lane
+                    if g < ngroups:
+                        z = noise(s, seed, stream, rid, k * ngroups + g)
+                        for j in range(4):
+                            p = 4 * lane + j
+                            zs[w, p + p // 32] = z[j]
+                    tile_sync()
+                for j in range(4):
+                    p = lane + warp * j
+                    i = base + p
+                    if i < n:
+                        zj = zs[w, p + p // 32] if s != 0 else np.float32(0.0)
+                        xi = x[i]
+                        xi = step(xi, omega[i], math.cos(xi) * cs - math.sin(xi) * cc, h_g, s, zj)
+                        x[i] = xi
+                        acc_s += math.sin(xi)
+                        acc_c += math.cos(xi)
+                        if sample:
+                            cuda.atomic.add(shist, _bin(xi, bins), 1)
+                if s != 0:
+                    tile_sync()  # the next tile's normals overwrite these
+            a, b = block_sum(sh, acc_s, acc_c)
+            if t == 0:
+                partials[(k + 1) & 1, 0, cuda.blockIdx.x] = a
+                partials[(k + 1) & 1, 1, cuda.blockIdx.x] = b
+            if sample:
+                cuda.syncthreads()
+                for q in range(t, bins, threads):
+                    if shist[q] != 0:
+                        cuda.atomic.add(hist, ((k + 1) // every - 1, q), np.int64(shist[q]))
+                        shist[q] = 0
+            grid.sync()
+        if cuda.blockIdx.x == 0:
+            S, C = total(sh, partials, steps & 1)
+            if t == 0:
+                r[steps // every - 1] = math.sqrt(S * S + C * C) / n
+                psi[steps // every - 1] = math.atan2(S, C)
+
+    return mean_field_tiled_kernel
 
 
 def _cuda_pairwise(kernel):

@@ -21,6 +21,7 @@ Counts are integers (exact and order-independent), so both targets give identica
 """
 
 import functools
+import os
 
 import numba
 import numpy as np
@@ -244,8 +245,11 @@ def cpu_runner(kind: str):
 # --------------------------------------------------------------------------- CUDA
 
 _MAX_GRID_Z = 65535
-#: Threads per resident block (more would exceed the registers a block may use).
+#: Threads per resident block (more would exceed the registers a block may use unless the
+#: kernel's registers are capped: see :func:`resident_threads`).
 _RESIDENT_THREADS = 256
+#: Environment variable that sets the threads per resident block (benchmarks; 32..1024, a multiple of 32).
+RESIDENT_THREADS_VARIABLE = "GPUENSEMBLES_ISING_RESIDENT_THREADS"
 _ALL_LANES = 0xFFFFFFFF
 _TRANSPOSE = ((16, 0x0000FFFF), (8, 0x00FF00FF), (4, 0x0F0F0F0F), (2, 0x33333333), (1, 0x55555555))
 
@@ -260,6 +264,25 @@ _BLOCK_ROWS = 4
 #: Largest lattice the resident multi-spin kernel keeps in shared memory (``4 L^2`` bytes
 #: per group of 32 lattices, within the 48 KiB every GPU grants without opting in).
 RESIDENT_MAX_L = 110
+
+
+def resident_threads() -> int:
+    """Threads per block of the resident kernel: ``GPUENSEMBLES_ISING_RESIDENT_THREADS`` or 256.
+
+    Ensemble mode (e.g. 8192 lattices of 64^2: 256 groups, one block each, on 132
+    multiprocessors) runs two blocks per multiprocessor, 16 warps: more threads per block
+    give each one more warps to hide latency with. Two blocks of ``T`` threads share a
+    multiprocessor's 65536 registers only at ``32768 / T`` registers per thread or fewer (else
+    the 256 blocks take two waves), so 512 or 1024 threads need the ``ising_resident`` cap
+    ``GPUENSEMBLES_REGISTER_LIMITS=ising_resident=64`` or ``=32``.
+    """
+    text = os.environ.get(RESIDENT_THREADS_VARIABLE, "")
+    if not text:
+        return _RESIDENT_THREADS
+    threads = int(text)
+    if not (32 <= threads <= 1024 and threads % 32 == 0):
+        raise ValueError(f"{RESIDENT_THREADS_VARIABLE} must be a multiple of 32 in [32, 1024], got {text!r}")
+    return threads
 
 
 def _lane_count_device():
@@ -409,7 +432,7 @@ def cuda_runner(kind: str):
             metropolis.record(bins, series, s, i, n_measurements, N, down, anti, flips)
 
     @cached
-    @cuda.jit
+    @cuda.jit(**kernel_options("ising_resident"))
     def resident(lattice, thr, group0, seed, key, L, S, therm, sweeps, every, n_systems, bins, series):
         # One block per group of 32 lattices, kept in shared memory for the whole run.
         sh = cuda.shared.array(0, dtype=numba.uint32)
@@ -487,7 +510,7 @@ def cuda_runner(kind: str):
         stream = cuda.stream()
         with launching("ising", stream):
             if multispin and not strips and L <= RESIDENT_MAX_L:
-                threads = min(_RESIDENT_THREADS, -(-(L * S) // 32) * 32)
+                threads = min(resident_threads(), -(-(L * S) // 32) * 32)
                 resident[n_groups, threads, stream, 8 * L * S](d_lattice, d_thr, group0, seed, key, L, S, therm,
                                                                sweeps, every, n_systems, d_bins, d_series)
             else:

@@ -8,7 +8,6 @@ import math
 import operator
 
 import numpy as np
-from scipy import special
 
 #: Critical coupling of the square lattice, ``ln(1 + sqrt 2) / 2 = 0.44069...`` (Kramers & Wannier 1941).
 ISING_BETA_C = math.log1p(math.sqrt(2.0)) / 2.0
@@ -54,6 +53,8 @@ def onsager_energy(beta):
     """
     beta = _ising_beta(beta)
     s, c = np.sinh(2.0 * beta), np.cosh(2.0 * beta)
+    from scipy import special  # on first use: importing the package does not import scipy.special
+
     p = ((1.0 - s * s) / (c * c)) ** 2  # 1 - kappa^2, without cancellation near beta_c
     with np.errstate(divide="ignore", invalid="ignore"):
         tail = np.where(p > 0, (s * s - 1.0) / (c * c) * special.ellipkm1(p), 0.0)
@@ -82,6 +83,8 @@ def onsager_specific_heat(beta):
     beta = _ising_beta(beta)
     s, c = np.sinh(2.0 * beta), np.cosh(2.0 * beta)
     m, p = (2.0 * s / (c * c)) ** 2, ((1.0 - s * s) / (c * c)) ** 2  # kappa^2 and 1 - kappa^2
+    from scipy import special  # on first use
+
     with np.errstate(divide="ignore", invalid="ignore"):
         # Carlson forms K1 = R_F(0, 1-m, 1), K1 - E1 = (m/3) R_D(0, 1-m, 1): no cancellation at low T
         k1 = special.elliprf(0.0, p, 1.0)

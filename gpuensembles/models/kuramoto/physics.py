@@ -10,7 +10,6 @@ import math
 
 import numba
 import numpy as np
-from scipy import special
 
 from ...core import rng
 from ...core.backend import cached
@@ -68,6 +67,8 @@ def standard_frequencies(n, distribution, sampling, seed, rid):
     independent draws; ``quantile``: the deterministic quantiles at ``(i + 1/2) / n`` (no
     sample-to-sample disorder, the usual way to approach N -> oo).
     """
+    from scipy import special  # on first use: importing the package does not import scipy.special
+
     u = (np.arange(n) + 0.5) / n if sampling == "quantile" else _disorder_uniforms(n, np.uint32(seed), rid, 0)
     return np.tan(np.pi * (u - 0.5)) if distribution == "lorentzian" else special.ndtri(u)
 

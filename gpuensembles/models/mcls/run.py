@@ -281,11 +281,14 @@ def adjoint_sources(f: np.ndarray) -> tuple:
 
     The start weight is ``sign(f_i) ||f||_1``.
     """
-    nz = np.flatnonzero(f)
-    norm = np.abs(f).sum()
-    src_cdf = np.cumsum(np.abs(f[nz]) / norm)
+    magnitude = np.abs(f)
+    norm = magnitude.sum()
+    nz = np.flatnonzero(magnitude)
+    if nz.size < f.size:  # else every row is a source (b without zeros): no gathers
+        f, magnitude = f[nz], magnitude[nz]
+    src_cdf = np.cumsum(magnitude / norm)
     src_cdf[-1] = 1.0
-    return src_cdf, nz.astype(np.int32), np.sign(f[nz]) * norm
+    return src_cdf, nz.astype(np.int32), np.sign(f) * norm
 
 
 def _check_cutoff(weight_cutoff) -> float:

@@ -11,13 +11,14 @@ felt). The estimator's variance is finite only if ``rho(M_hat) < 1`` with
 """
 
 import hashlib
+import os
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numba
 import numpy as np
 import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 
 from ...core.backend import cached
 from ...core.validation import real_array
@@ -99,14 +100,11 @@ _KEEP_SPLITTINGS = 2  # a few matrices of 1e6 rows: kept while a script repeats 
 def splitting(A, walk: str) -> Splitting:
     """The :class:`Splitting` of a checked CSR ``A`` for ``walk`` ("forward" or "adjoint").
 
-    The last two are kept, keyed by a BLAKE2 digest of ``A``'s CSR arrays: repeated solves
-    with one matrix (new right-hand sides, more histories, MCSA iterations) skip the
-    splitting and the spectral radii, which for ``n = 1e6`` cost more than the walks.
+    The last two are kept, keyed by a digest of ``A``'s CSR arrays (:func:`matrix_digest`):
+    repeated solves with one matrix (new right-hand sides, more histories, MCSA iterations)
+    skip the splitting and the spectral radii, which for ``n = 1e6`` cost more than the walks.
     """
-    digest = hashlib.blake2b(digest_size=20)
-    for array in (np.asarray(A.shape), A.indptr, A.indices, A.data):
-        digest.update(np.ascontiguousarray(array).view(np.uint8))
-    key = (digest.hexdigest(), walk)
+    key = (matrix_digest(A), walk)
     if key in _SPLITTINGS:
         _SPLITTINGS.move_to_end(key)
         return _SPLITTINGS[key]
@@ -118,6 +116,35 @@ def splitting(A, walk: str) -> Splitting:
     while len(_SPLITTINGS) > _KEEP_SPLITTINGS:
         _SPLITTINGS.popitem(last=False)
     return found
+
+
+_DIGEST_PIECE = 1 << 22  # bytes hashed by one task of matrix_digest
+
+
+def _sha256(piece) -> bytes:
+    return hashlib.sha256(piece).digest()
+
+
+def matrix_digest(A) -> str:
+    """SHA-256 over the lengths and the SHA-256 digests of the 4 MiB pieces of ``A``'s shape and CSR arrays (hex).
+
+    The pieces are hashed on a thread pool (``hashlib`` releases the GIL), so the key of a
+    matrix of 1e6 rows costs a few milliseconds on a many-core host instead of the tens that
+    one serial digest of its ~50 MB takes. The key is only compared within one process.
+    """
+    buffers = [memoryview(np.ascontiguousarray(a).view(np.uint8)) for a in
+               (np.asarray(A.shape, dtype=np.int64), A.indptr, A.indices, A.data)]
+    pieces = [b[i:i + _DIGEST_PIECE] for b in buffers for i in range(0, len(b), _DIGEST_PIECE)]
+    workers = min(16, os.cpu_count() or 1, len(pieces))
+    if workers > 1:
+        with ThreadPoolExecutor(workers) as pool:
+            digests = list(pool.map(_sha256, pieces))
+    else:
+        digests = [_sha256(p) for p in pieces]
+    top = hashlib.sha256(np.array([len(b) for b in buffers], dtype=np.int64).tobytes())
+    for d in digests:
+        top.update(d)
+    return top.hexdigest()
 
 
 def jacobi(A, b):
@@ -203,6 +230,8 @@ def spectral_radius(M, nonnegative=False) -> Radius:
     if M.nnz == 0:
         return Radius(0.0, 0.0, 0.0, "exact (no entries)")
     vector = None
+    import scipy.sparse.linalg as spla  # on first use: importing the package does not import it
+
     if n <= 2:
         estimate, method = float(np.max(np.abs(np.linalg.eigvals(M.toarray())))), "dense eigenvalues"
     else:
