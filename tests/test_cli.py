@@ -204,3 +204,21 @@ def test_escape_rates_command(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(["escape-rates", "--gamma", "0.5", "--h", "0.01", "--R", "250", "--damping", "1", "-o", str(out)])
     assert exc.value.code == 2
+
+
+def test_import_leaves_heavy_modules_for_first_use():
+    # import time is paid by every CLI call and dask worker: what only a run needs waits for it
+    code = ("import sys, types, gpuensembles; loaded = lambda m: isinstance(sys.modules.get(m), types.ModuleType) "
+            "and type(sys.modules[m]).__name__ != '_LazyModule'; "
+            "print([m for m in ('dask', 'distributed', 'scipy.sparse', 'scipy.special', 'scipy.constants') "
+            "if loaded(m)])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_si_constants_are_the_exact_2019_values():
+    from scipy import constants
+
+    from gpuensembles.models.josephson import run
+
+    assert (run.ELEMENTARY_CHARGE, run.HBAR, run.BOLTZMANN) == (constants.e, constants.hbar, constants.k)

@@ -7,9 +7,11 @@ Both are symmetric M-matrices with a constant diagonal, so their Jacobi iteratio
 import math
 
 import numpy as np
-import scipy.sparse as sp
 
+from ...core.lazy import lazy_module
 from ...core.validation import check_count, check_memory, check_real
+
+sp = lazy_module("scipy.sparse")
 
 
 def laplacian_2d(m: int = 30):

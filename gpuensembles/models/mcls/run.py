@@ -7,6 +7,8 @@ key ``(seed, method)`` and counter ``(draw, history id)``, so its path does not 
 on chunking, worker count or backend.
 """
 
+from __future__ import annotations  # sp.csr_array annotations must not import scipy.sparse
+
 import math
 import warnings
 from dataclasses import dataclass, replace
@@ -14,16 +16,18 @@ from typing import Literal, get_args
 
 import numba
 import numpy as np
-import scipy.sparse as sp
 import xarray as xr
 
 from ...core import backend as _backend
 from ...core import engine, io
 from ...core.backend import Backend, Progress, cached
+from ...core.lazy import lazy_module
 from ...core.templates.walks import walk_runner
 from . import mcsa
 from .physics import KERNELS
 from .splitting import Radius, check_system, splitting
+
+sp = lazy_module("scipy.sparse")
 
 Method = Literal["adjoint", "forward", "mcsa"]
 Estimator = Literal["collision", "expected"]
@@ -179,7 +183,7 @@ class _Problem:
         """The walks this method runs (MCSA's corrections are adjoint solves)."""
         return "forward" if self.method == "forward" else "adjoint"
 
-    def with_rhs(self, f: np.ndarray, stream: int) -> "_Problem":
+    def with_rhs(self, f: np.ndarray, stream: int) -> _Problem:
         """The same walks for the right-hand side ``D f`` (adjoint), on RNG ``stream``."""
         return replace(self, f=f, sources=adjoint_sources(f), stream=stream)
 

@@ -10,6 +10,8 @@ felt). The estimator's variance is finite only if ``rho(M_hat) < 1`` with
 ``M_hat_ij = M_ij^2 / P_ij``; the series itself converges only if ``rho(H) < 1``.
 """
 
+from __future__ import annotations  # sp.csr_array annotations must not import scipy.sparse
+
 import hashlib
 import os
 from collections import OrderedDict
@@ -18,10 +20,12 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
-import scipy.sparse as sp
 
 from ...core.backend import cached
+from ...core.lazy import lazy_module
 from ...core.validation import real_array
+
+sp = lazy_module("scipy.sparse")
 
 #: Up to this size the spectral radii come from ARPACK (power iteration if it fails); above it from power iteration.
 _ARPACK_MAX_N = 5_000
@@ -89,8 +93,8 @@ class Splitting:
     H: sp.csr_array
     M: sp.csr_array
     table: tuple
-    rho_H: "Radius"
-    rho_H_hat: "Radius"
+    rho_H: Radius
+    rho_H_hat: Radius
 
 
 _SPLITTINGS: OrderedDict = OrderedDict()
