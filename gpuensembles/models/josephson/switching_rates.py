@@ -29,7 +29,6 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
-from scipy import special
 
 from ...core import rng
 from . import theory
@@ -520,6 +519,7 @@ def adaptive_curve(rates, *, gamma_dot, gamma_start, gamma_end, V0, theta, theor
                          f"of at least {LOWEST_BARRIER} theta, where escape rates exist")
 
     def barrier(g):
+        """``Delta U / theta`` at one bias."""
         return float(reduced_barrier(g, V0=V0, theta=theta))
 
     b_start, b_top = barrier(gamma_start), barrier(top)
@@ -566,8 +566,7 @@ def _extension(curve, gamma_dot, gamma_start, top, tail, budget, V0, theta):
         cdf = np.array([fd_cdf([edge], curve, r, gamma_start=gamma_start, gamma_end=top)[0][0] for r in gamma_dot])
         inner = 1 if end == 0 else -2
         # d ln Gamma per theta of barrier lowered (about 1); a floor keeps a flat curve from asking for nothing
-        slope = max((L[inner] - L[end]) / (b[end] - b[inner]) if end == 0 else (L[end] - L[inner]) / (b[inner] - b[end]),
-                    0.3) if curve.gamma.size > 1 else 1.0
+        slope = max((L[inner] - L[end]) / (b[end] - b[inner]), 0.3) if curve.gamma.size > 1 else 1.0
         if end == 0 and cdf.max() > tail:
             extra = math.log(cdf.max() / tail) / slope + COARSE_SPACING
             stop = min(float(reduced_barrier(gamma_start, V0=V0, theta=theta)), b[0] + extra)
