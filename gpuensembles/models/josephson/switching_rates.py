@@ -410,7 +410,7 @@ def adiabaticity(curve: RateCurve, gamma_dot, relaxation, *, gamma_start=0.0, ga
     return np.array(out)
 
 
-def check_adiabatic(epsilon, values, name: str, source: str):
+def check_adiabatic(epsilon, values, name: str, source: str, stacklevel: int = 1):
     """Warn when ``epsilon > 0.01``, raise when ``> 0.1``, naming the sweep parameter.
 
     Parameters
@@ -423,6 +423,8 @@ def check_adiabatic(epsilon, values, name: str, source: str):
         The sweep parameter (``"sweep_rate"`` or ``"dgamma"``), named in the message.
     source : str
         Where the rates came from (``"theory"``, ``"measured rates"``).
+    stacklevel : int
+        The warning points at this caller of the caller (1: the caller itself).
 
     Raises
     ------
@@ -436,7 +438,8 @@ def check_adiabatic(epsilon, values, name: str, source: str):
     if epsilon[worst] > MAX_EPSILON:
         raise ValueError(f"{text}, above the limit {MAX_EPSILON}; decrease {name} or use method='direct'")
     if epsilon[worst] > WARN_EPSILON:
-        warnings.warn(f"{text}, above {WARN_EPSILON}: the distribution may be shifted", RuntimeWarning, stacklevel=3)
+        warnings.warn(f"{text}, above {WARN_EPSILON}: the distribution may be shifted", RuntimeWarning,
+                      stacklevel=stacklevel + 2)
 
 
 # --------------------------------------------------------------------------- adaptive grid
@@ -463,14 +466,47 @@ def _measure(rates, gamma, passes):
     return make_curve(gamma, rate, stderr, steps, passes)
 
 
-def adaptive_curve(rates, *, gamma_dot, gamma_start, gamma_end, V0, theta, theory_rate, max_points=MAX_POINTS,
+def theory_curve(theory_rate, *, gamma_start, gamma_end, V0, theta) -> RateCurve:
+    """A rate formula on a grid ``0.5 theta`` apart in barrier height (at most 200 points).
+
+    From ``gamma_start`` up to ``gamma_end`` or the bias where the barrier is
+    ``0.5 theta`` (`LOWEST_BARRIER`), whichever is lower: below it there is no
+    quasi-stationary rate. Rates that underflow are floored at 1e-300.
+
+    Parameters
+    ----------
+    theory_rate : callable
+        ``theory_rate(gamma) -> rate`` on a 1-D array (e.g. the vectorized Mel'nikov-Meshkov
+        rate of :func:`gpuensembles.models.josephson.theory.escape_rate`).
+    gamma_start, gamma_end : float
+        Where the ramp starts and stops.
+    V0, theta : float
+        Barrier scale and temperature.
+
+    Returns
+    -------
+    RateCurve
+        The formula's rates, with zero standard errors.
+    """
+    top = float(min(gamma_end, gamma_at_barrier(LOWEST_BARRIER, V0=V0, theta=theta)))
+    if top <= gamma_start:
+        raise ValueError(f"gamma_start = {gamma_start} leaves no bias below gamma_end = {gamma_end} with a barrier "
+                         f"of at least {LOWEST_BARRIER} theta, where escape rates exist")
+    ladder = _ladder(float(reduced_barrier(gamma_start, V0=V0, theta=theta)),
+                     float(reduced_barrier(top, V0=V0, theta=theta)), FINE_SPACING, 200)
+    grid = gamma_at_barrier(ladder, V0=V0, theta=theta)
+    grid[0], grid[-1] = gamma_start, top
+    grid = np.unique(grid)
+    return make_curve(grid, np.maximum(np.asarray(theory_rate(grid), dtype=float), 1e-300))
+
+
+def adaptive_curve(rates, *, gamma_dot, gamma_start, gamma_end, V0, theta, theory: RateCurve, max_points=MAX_POINTS,
                    max_passes=MAX_PASSES, tail=TAIL) -> RateCurve:
     """Measure ``Gamma(gamma)`` on a grid that covers the switching window of every ramp rate.
 
-    1. Theory (``theory_rate`` on a grid ``0.5 theta`` apart in barrier height, no
-       simulation) locates, for all ramp rates together, the biases where ``P = tail``
-       and ``P = 1 - tail``; `MARGIN` (3 theta of barrier, a factor ~20 in the rate) is
-       added on both sides.
+    1. Theory (the ``theory`` curve of :func:`theory_curve`, no simulation) locates, for
+       all ramp rates together, the biases where ``P = tail`` and ``P = 1 - tail``;
+       `MARGIN` (3 theta of barrier, a factor ~20 in the rate) is added on both sides.
     2. Pass 1 measures the rates on a coarse grid ``2 theta`` apart in barrier height.
     3. Passes 2, 3: where the measured CDF of some ramp rate exceeds ``tail`` at the
        grid's low end (unless it is ``gamma_start``) or stays below ``1 - tail`` at its
@@ -485,7 +521,8 @@ def adaptive_curve(rates, *, gamma_dot, gamma_start, gamma_end, V0, theta, theor
 
     Each pass is ONE call of ``rates`` with all its new points. The number of calls is
     at most ``max_passes`` (4) and of rate points at most ``max_points`` (64): when the
-    window needs more, the spacings grow to fit.
+    window needs more, the spacings grow to fit (a RuntimeWarning says when the window
+    could not be covered).
 
     Parameters
     ----------
@@ -498,8 +535,8 @@ def adaptive_curve(rates, *, gamma_dot, gamma_start, gamma_end, V0, theta, theor
         Where the ramp starts and stops.
     V0, theta : float
         Barrier scale and temperature (the grid is uniform in ``Delta U / theta``).
-    theory_rate : callable
-        ``theory_rate(gamma) -> rate`` (vectorized), e.g. Mel'nikov-Meshkov.
+    theory : RateCurve
+        A rate formula on a fine grid (:func:`theory_curve`): where to look first.
     max_points : int
         Most rate points.
     max_passes : int
@@ -513,22 +550,14 @@ def adaptive_curve(rates, *, gamma_dot, gamma_start, gamma_end, V0, theta, theor
         The measured points.
     """
     gamma_dot = np.atleast_1d(np.asarray(gamma_dot, dtype=float))
-    top = float(min(gamma_end, gamma_at_barrier(LOWEST_BARRIER, V0=V0, theta=theta)))
-    if top <= gamma_start:
-        raise ValueError(f"gamma_start = {gamma_start} leaves no bias below gamma_end = {gamma_end} with a barrier "
-                         f"of at least {LOWEST_BARRIER} theta, where escape rates exist")
+    top = float(theory.gamma[-1])
 
     def barrier(g):
         """``Delta U / theta`` at one bias."""
         return float(reduced_barrier(g, V0=V0, theta=theta))
 
     b_start, b_top = barrier(gamma_start), barrier(top)
-    ladder = _ladder(b_start, b_top, FINE_SPACING, 200)
-    tg = gamma_at_barrier(ladder, V0=V0, theta=theta)
-    tg[0], tg[-1] = gamma_start, top
-    tg = np.unique(tg)
-    trate = np.maximum(np.asarray(theory_rate(tg), dtype=float), 1e-300)
-    lo, hi = _window(make_curve(tg, trate), gamma_dot, gamma_start, top, tail)
+    lo, hi = _window(theory, gamma_dot, gamma_start, top, tail)
     b_high, b_low = min(b_start, barrier(lo) + MARGIN), max(b_top, barrier(hi) - MARGIN)
     grid = gamma_at_barrier(_ladder(b_high, b_low, COARSE_SPACING, max_points // 2), V0=V0, theta=theta)
     curve = _measure(rates, np.unique(np.clip(grid, gamma_start, top)), 1)
