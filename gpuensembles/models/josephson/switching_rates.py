@@ -424,7 +424,7 @@ def check_adiabatic(epsilon, values, name: str, source: str, stacklevel: int = 1
     source : str
         Where the rates came from (``"theory"``, ``"measured rates"``).
     stacklevel : int
-        The warning points at this caller of the caller (1: the caller itself).
+        The frame the warning points at (1: the caller of this function, 2: its caller, ...).
 
     Raises
     ------
@@ -439,7 +439,7 @@ def check_adiabatic(epsilon, values, name: str, source: str, stacklevel: int = 1
         raise ValueError(f"{text}, above the limit {MAX_EPSILON}; decrease {name} or use method='direct'")
     if epsilon[worst] > WARN_EPSILON:
         warnings.warn(f"{text}, above {WARN_EPSILON}: the distribution may be shifted", RuntimeWarning,
-                      stacklevel=stacklevel + 2)
+                      stacklevel=stacklevel + 1)
 
 
 # --------------------------------------------------------------------------- adaptive grid
