@@ -247,7 +247,16 @@ def _segments(curve: RateCurve, gamma_start: float, gamma_end: float):
         slopes.append(slope[-1:])
         d_log.append(eye[-1:])
         d_slope.append(np.zeros((1, n)))
-    return tuple(np.concatenate(parts).astype(float) for parts in (starts, lengths, logs, slopes, d_log, d_slope))
+    a, length, log_a, k, d_log, d_slope = (np.concatenate(parts).astype(float)
+                                           for parts in (starts, lengths, logs, slopes, d_log, d_slope))
+    # only the part between gamma_start and gamma_end counts
+    lo, hi = np.maximum(a, gamma_start), np.minimum(a + length, gamma_end)
+    keep = hi > lo
+    if not np.any(keep):
+        raise ValueError(f"gamma_end = {gamma_end} must exceed gamma_start = {gamma_start}")
+    shift = (lo - a)[keep]
+    return (lo[keep], (hi - lo)[keep], log_a[keep] + k[keep] * shift, k[keep],
+            d_log[keep] + d_slope[keep] * shift[:, None], d_slope[keep])
 
 
 def _partial(log_a, k, t):
@@ -324,8 +333,8 @@ def fd_cdf(gamma, curve: RateCurve, gamma_dot, *, gamma_start=0.0, gamma_end=1.0
     gamma_dot = np.atleast_1d(np.asarray(gamma_dot, dtype=float))[:, None]
     integral, jac = integrated_rate(gamma, curve, gamma_start=gamma_start, gamma_end=gamma_end)
     spread = np.sqrt((jac**2) @ ((curve.rate_stderr / curve.rate) ** 2))
-    survival = np.exp(-integral[None, :] / gamma_dot)
-    cdf, stderr = 1.0 - survival, survival * spread[None, :] / gamma_dot
+    exponent = integral[None, :] / gamma_dot
+    cdf, stderr = -np.expm1(-exponent), np.exp(-exponent) * spread[None, :] / gamma_dot
     return (cdf[0], stderr[0]) if scalar else (cdf, stderr)
 
 
