@@ -320,3 +320,31 @@ def test_rate_curves_refuse_bad_rates():
         sr.make_curve([0.1, 0.2], [1e-3, 0.0])
     with pytest.raises(ValueError, match="distinct"):
         sr.make_curve([0.1, 0.1], [1e-3, 1e-2])
+
+
+def test_the_glue_calls_escape_rates_as_its_contract_says(monkeypatch):
+    """A stand-in ``rates`` module checks the keyword arguments and returns the contract's variables;
+    every batch gets its own seed."""
+    import sys
+    import types
+
+    seen = []
+
+    def escape_rates(*, gamma, h, damping=None, D=None, V0=1.0, physical=None, model="underdamped",
+                     integrator="euler", method="auto", rel_error=0.03, seed=None, dtype="float32", chunks=None,
+                     backend="auto", progress="auto"):
+        seen.append(dict(gamma=np.array(gamma), h=h, seed=seed, model=model, integrator=integrator))
+        rate = kramers(gamma)
+        coords = {"gamma": gamma}
+        return xr.Dataset({"rate": ("gamma", rate), "rate_stderr": ("gamma", 0.03 * rate),
+                           "steps": ("gamma", np.full(len(gamma), 7, np.int64)),
+                           "barrier": ("gamma", sr.reduced_barrier(gamma, V0=V0, theta=D / damping)),
+                           "method": ("gamma", np.full(len(gamma), "direct"))}, coords=coords,
+                          attrs={"backend": "cpu", "device": "test CPU"})
+
+    monkeypatch.setitem(sys.modules, "gpuensembles.models.josephson.rates",
+                        types.SimpleNamespace(escape_rates=escape_rates))
+    ds = ge.switching_currents(dgamma=2e-8, realizations=20, seed=3, **OVERDAMPED)
+    assert len(seen) >= 2 and len({s["seed"] for s in seen}) == len(seen)
+    assert all(s["h"] == 0.02 and s["model"] == "overdamped" for s in seen)
+    assert ds.attrs["device"] == "test CPU" and int(ds.rate_steps.sum()) == 7 * ds.rate.size
