@@ -99,7 +99,7 @@ def test_cli_switching_rates_method(tmp_path, capsys, monkeypatch):
     become a dimension, the summary counts the simulated steps and names the adiabaticity, the plot draws."""
     from gpuensembles.models.josephson import run
 
-    def formula(*, V0, damping, D, h, model, integrator, seed, dtype, backend, progress):
+    def formula(*, V0, damping, D, h, model, integrator, rel_error, seed, dtype, backend, progress):
         rate = run._theory_rate(model, V0, damping, D / damping)
         return lambda g: (rate(g), 0.03 * rate(g), np.full(len(g), 1000, np.int64))
 

@@ -186,7 +186,7 @@ def formula_rates(monkeypatch):
     """``method="rates"`` with the model's rate formula (3% error) in place of the simulations; counts calls."""
     calls = []
 
-    def fake(*, V0, damping, D, h, model, integrator, seed, dtype, backend, progress):
+    def fake(*, V0, damping, D, h, model, integrator, rel_error, seed, dtype, backend, progress):
         return analytic(0.03, calls, rate=run._theory_rate(model, V0, damping, D / damping))
 
     monkeypatch.setattr(run, "_measured_rates", fake)
@@ -302,10 +302,12 @@ def test_a_sweep_near_the_limit_warns_twice(formula_rates):
     (dict(seed=-1), "seed"),
     (dict(h=0.5), "h"),
     (dict(integrator="baoab"), "integrator"),
+    (dict(rel_error=0.0), "rel_error"),
+    (dict(rel_error="small"), "rel_error"),
 ])
 def test_bad_input_names_the_parameter_before_any_simulation(change, name, no_simulation):
     kwargs = {**OVERDAMPED, "dgamma": 2e-8, "realizations": 10, **change}
-    with pytest.raises(ValueError, match=rf"(?<!\w){name}(?!\w)"):
+    with pytest.raises((ValueError, TypeError), match=rf"(?<!\w){name}(?!\w)"):
         ge.switching_currents(**kwargs)
 
 
@@ -333,7 +335,8 @@ def test_the_glue_calls_escape_rates_as_its_contract_says(monkeypatch):
     def escape_rates(*, gamma, h, damping=None, D=None, V0=1.0, physical=None, model="underdamped",
                      integrator="euler", method="auto", rel_error=0.03, seed=None, dtype="float32", chunks=None,
                      backend="auto", progress="auto"):
-        seen.append(dict(gamma=np.array(gamma), h=h, seed=seed, model=model, integrator=integrator))
+        seen.append(dict(gamma=np.array(gamma), h=h, seed=seed, model=model, integrator=integrator,
+                         rel_error=rel_error))
         rate = kramers(gamma)
         coords = {"gamma": gamma}
         return xr.Dataset({"rate": ("gamma", rate), "rate_stderr": ("gamma", 0.03 * rate),
@@ -344,7 +347,8 @@ def test_the_glue_calls_escape_rates_as_its_contract_says(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "gpuensembles.models.josephson.rates",
                         types.SimpleNamespace(escape_rates=escape_rates))
-    ds = ge.switching_currents(dgamma=2e-8, realizations=20, seed=3, **OVERDAMPED)
-    assert len(seen) >= 2 and len({s["seed"] for s in seen}) == len(seen)
+    ds = ge.switching_currents(dgamma=2e-8, realizations=20, seed=3, rel_error=0.05, **OVERDAMPED)
+    assert all(s["rel_error"] == 0.05 for s in seen) and len(seen) >= 2
+    assert len({s["seed"] for s in seen}) == len(seen)
     assert all(s["h"] == 0.02 and s["model"] == "overdamped" for s in seen)
     assert ds.attrs["device"] == "test CPU" and int(ds.rate_steps.sum()) == 7 * ds.rate.size

@@ -108,6 +108,8 @@ def add_switching_currents(parser):
                         help="simulate every ramp (direct), or draw from the Fulton-Dunkleberger distribution of "
                              "measured escape rates (rates: any sweep rate, down to 1/s; next-well escape from the "
                              "thermal state; --sweep-rate or --dgamma may take several values)")
+    parser.add_argument("--rel-error", type=float, default=0.03,
+                        help="--method rates: relative standard error of each measured escape rate")
     _add_common(parser)
 
 
@@ -122,7 +124,7 @@ def run_switching_currents(args):
     kwargs = dict(h=h, gamma_start=args.gamma_start if args.gamma_start == "auto" else float(args.gamma_start),
                   gamma_end=args.gamma_end, start=args.start, **_common_kwargs(args))
     if args.method == "rates":  # passage and start are those of rate theory (see switching_currents)
-        kwargs.update(method="rates")
+        kwargs.update(method="rates", rel_error=args.rel_error)
         del kwargs["passage"], kwargs["start"]
     if any(v is not None for v in physical.values()):
         missing = [k for k, v in physical.items() if v is None]

@@ -339,6 +339,7 @@ def switching_currents(
     passage: Passage = "barrier_top",
     integrator: Integrator = "euler",
     method: Method = "direct",
+    rel_error=0.03,
     seed=None,
     dtype: Dtype = "float32",
     chunks=None,
@@ -406,6 +407,10 @@ def switching_currents(
         is refused before any simulation. The result adds ``cdf`` and ``cdf_stderr``
         over ``bias``, and the rate curve ``rate``, ``rate_stderr``, ``rate_steps`` over
         ``rate_gamma``.
+    rel_error : float, in (0, 1)
+        ``method="rates"`` only: the relative standard error each escape rate is
+        measured to (``escape_rates``' ``rel_error``); the cost grows as its inverse
+        square, and ``cdf_stderr`` in proportion to it.
     seed : int in [0, 2**32), optional
         As in :func:`escape_times`.
     dtype : {"float32", "float64"}
@@ -429,8 +434,8 @@ def switching_currents(
     if method == "rates":
         return _switching_from_rates(
             h=h, realizations=realizations, damping=damping, D=D, dgamma=dgamma, V0=V0, physical=physical,
-            gamma_start=gamma_start, gamma_end=gamma_end, model=model, integrator=integrator, seed=seed, dtype=dtype,
-            chunks=chunks, store=store, backend=backend, progress=progress)
+            gamma_start=gamma_start, gamma_end=gamma_end, model=model, integrator=integrator, rel_error=rel_error,
+            seed=seed, dtype=dtype, chunks=chunks, store=store, backend=backend, progress=progress)
     call = dict(h=h, realizations=realizations, damping=damping, D=D, dgamma=dgamma, V0=V0, physical=physical,
                 gamma_start=gamma_start, gamma_end=gamma_end, start=start, model=model, passage=passage,
                 integrator=integrator, seed=seed, dtype=dtype, chunks=chunks, store=store, backend=backend)
@@ -514,7 +519,7 @@ def _warm_start(model, params) -> xr.DataArray:
 # --------------------------------------------------------------------------- switching currents from rates
 
 
-def _measured_rates(*, V0, damping, D, h, model, integrator, seed, dtype, backend, progress):
+def _measured_rates(*, V0, damping, D, h, model, integrator, rel_error, seed, dtype, backend, progress):
     """The rate callable of ``method="rates"``: a closure over ``escape_rates`` (1/MFPT to the next well).
 
     Each call (one batch of biases) runs with its own seed, derived from ``seed`` and the
@@ -529,7 +534,8 @@ def _measured_rates(*, V0, damping, D, h, model, integrator, seed, dtype, backen
 
         batch_seed = int(np.random.SeedSequence([seed, info["calls"]]).generate_state(1)[0])
         ds = escape_rates(gamma=np.asarray(gamma, dtype=float), h=h, damping=damping, D=D, V0=V0, model=model,
-                          integrator=integrator, seed=batch_seed, dtype=dtype, backend=backend, progress=progress)
+                          integrator=integrator, rel_error=rel_error, seed=batch_seed, dtype=dtype, backend=backend,
+                          progress=progress)
         info["calls"] += 1
         info.update(backend=ds.attrs.get("backend", backend), device=ds.attrs.get("device", "unknown"))
         return (np.asarray(ds["rate"].values, dtype=float), np.asarray(ds["rate_stderr"].values, dtype=float),
@@ -554,11 +560,11 @@ def _single(name, value, why):
 
 
 def _switching_from_rates(*, h, realizations, damping, D, dgamma, V0, physical, gamma_start, gamma_end, model,
-                          integrator, seed, dtype, chunks, store, backend, progress) -> xr.Dataset:
+                          integrator, rel_error, seed, dtype, chunks, store, backend, progress) -> xr.Dataset:
     """``switching_currents(method="rates")``: validation, then :mod:`.switching_rates`, then the Dataset."""
     call = dict(h=h, realizations=realizations, damping=damping, D=D, dgamma=dgamma, V0=V0, physical=physical,
                 gamma_start=gamma_start, gamma_end=gamma_end, model=model, integrator=integrator, method="rates",
-                seed=seed, dtype=dtype, chunks=chunks, backend=backend)
+                rel_error=rel_error, seed=seed, dtype=dtype, chunks=chunks, backend=backend)
     one_curve = "one rate curve serves one junction"
     if store is not None:
         raise ValueError("store is not used with method='rates' (the rate simulations are few and short; "
@@ -566,6 +572,9 @@ def _switching_from_rates(*, h, realizations, damping, D, dgamma, V0, physical, 
     engine.check_choice("backend", backend, ("auto", "cuda", "cpu"))
     realizations = engine.check_count("realizations", realizations)
     seed = engine.check_seed(seed)
+    rel_error = engine.check_real("rel_error", rel_error)
+    if not 0 < rel_error < 1:
+        raise ValueError(f"rel_error must lie in (0, 1), got {rel_error!r}")
     if physical is not None:
         if not isinstance(physical, dict):
             raise TypeError(f"physical must be a dict with the keys {sorted(PHYSICAL)}, got {physical!r}")
@@ -619,8 +628,8 @@ def _switching_from_rates(*, h, realizations, damping, D, dgamma, V0, physical, 
     switching_rates.check_adiabatic(switching_rates.adiabaticity(expected, gamma_dot, relaxation, **ends),
                                     sweep_values, sweep_name, "Mel'nikov-Meshkov rate" if model == "underdamped"
                                     else "Kramers rate", stacklevel=3)
-    rates = _measured_rates(V0=V0, damping=damping, D=D, h=h, model=model, integrator=integrator, seed=seed,
-                            dtype=dtype, backend=backend, progress=progress)
+    rates = _measured_rates(V0=V0, damping=damping, D=D, h=h, model=model, integrator=integrator,
+                            rel_error=rel_error, seed=seed, dtype=dtype, backend=backend, progress=progress)
     curve = switching_rates.adaptive_curve(rates, gamma_dot=gamma_dot, V0=V0, theta=theta, theory=expected, **ends)
     epsilon = switching_rates.adiabaticity(curve, gamma_dot, relaxation, **ends)
     switching_rates.check_adiabatic(epsilon, sweep_values, sweep_name, "measured rates", stacklevel=3)
