@@ -94,6 +94,31 @@ def test_cli_switching_normalized_and_mixed_forms(tmp_path, capsys):
     assert "either the SI options" in capsys.readouterr().err
 
 
+def test_cli_switching_rates_method(tmp_path, capsys, monkeypatch):
+    """--method rates (the model's rate formula standing in for the rate simulations): several sweep rates
+    become a dimension, the summary counts the simulated steps and names the adiabaticity, the plot draws."""
+    from gpuensembles.models.josephson import run
+
+    def formula(*, V0, damping, D, h, model, integrator, rel_error, seed, dtype, backend, progress):
+        rate = run._theory_rate(model, V0, damping, D / damping)
+        return lambda g: (rate(g), 0.03 * rate(g), np.full(len(g), 1000, np.int64))
+
+    monkeypatch.setattr(run, "_measured_rates", formula)
+    out, png = tmp_path / "r.nc", tmp_path / "r.png"
+    cli.main(["switching-currents", "--preset", "li2007", "--sweep-rate", "1", "200", "1e4", "--h", "1e-3",
+              "--integrator", "baoab", "--method", "rates", "--realizations", "100", "--seed", "2", "--backend", "cpu",
+              "--no-progress", "-o", str(out), "--plot", str(png)])
+    text = capsys.readouterr().out
+    ds = ge.open_dataset(out)
+    assert ds.switching_current_A.dims == ("sweep_rate", "realization") and ds.attrs["method"] == "rates"
+    assert "adiabaticity" in text and "escape rates" in text and png.stat().st_size > 10_000
+    assert f"{int(ds.rate_steps.sum()):.3e} steps" in text
+    with pytest.raises(SystemExit):
+        cli.main(["switching-currents", "--damping", "1", "--D", "0.05", "--dgamma", "2e-4", "--h", "0.02",
+                  "--model", "overdamped", "--method", "rates", "--realizations", "4", "-o", str(out)])
+    assert "--dgamma = 0.0002 is too fast" in capsys.readouterr().err
+
+
 def test_cli_chunks_and_store_resume(tmp_path, capsys):
     args = ["escape-times", "--damping", "1", "--gamma", "0.5", "--D", "0.3", "--h", "0.01", "--model", "overdamped",
             "--realizations", "40", "--chunks", "10", "--store", str(tmp_path / "run"), "--backend", "cpu",

@@ -22,11 +22,12 @@ def test_docs_build_and_examples_run(tmp_path):
         env=env, capture_output=True, text=True, timeout=900,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    for page in ("index", "getting_started", "josephson", "validation", "scaling", "performance", "mcls", "langevin",
-                 "ising", "xorsat", "api", "contributing"):
+    for page in ("index", "getting_started", "josephson", "switching_rates", "validation", "scaling", "performance",
+                 "mcls", "langevin", "ising", "xorsat", "api", "contributing"):
         assert (tmp_path / "html" / f"{page}.html").exists()
     # the gallery ran the examples: their figures and their NetCDF outputs exist
     for name, variable in (("arrhenius", "escape_time"), ("switching_li2007", "switching_current"),
+                           ("switching_rates_li2007", "cdf"),
                            ("mcls_laplacian", "x"), ("langevin_fig2", "density"), ("kuramoto_fig4", "r"),
                            ("ising_thesis", "bin_e"), ("xorsat_tts", "tts_sweeps")):
         assert (tmp_path / "html" / "_images" / f"sphx_glr_{name}_001.png").stat().st_size > 10_000

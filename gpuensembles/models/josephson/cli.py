@@ -15,6 +15,7 @@ from .rates import escape_rates
 from .run import (
     DTYPES,
     INTEGRATORS,
+    METHODS,
     MODELS,
     PARAMETERS,
     PASSAGES,
@@ -105,6 +106,12 @@ def add_switching_currents(parser):
     parser.add_argument("--gamma-start", default="0", help="bias where the ramp starts, or 'auto' (warm start)")
     parser.add_argument("--gamma-end", type=float, default=1.0, help="bias where the ramp stops")
     parser.add_argument("--start", choices=STARTS, default="rest")
+    parser.add_argument("--method", choices=METHODS, default="direct",
+                        help="simulate every ramp (direct), or draw from the Fulton-Dunkleberger distribution of "
+                             "measured escape rates (rates: any sweep rate, down to 1/s; next-well escape from the "
+                             "thermal state; --sweep-rate or --dgamma may take several values)")
+    parser.add_argument("--rel-error", type=float, default=0.03,
+                        help="--method rates: relative standard error of each measured escape rate")
     _add_common(parser)
 
 
@@ -118,6 +125,9 @@ def run_switching_currents(args):
     normalized = dict(V0=values(args.V0), damping=values(args.damping), D=values(args.D), dgamma=values(args.dgamma))
     kwargs = dict(h=h, gamma_start=args.gamma_start if args.gamma_start == "auto" else float(args.gamma_start),
                   gamma_end=args.gamma_end, start=args.start, **_common_kwargs(args))
+    if args.method == "rates":  # passage and start are those of rate theory (see switching_currents)
+        kwargs.update(method="rates", rel_error=args.rel_error)
+        del kwargs["passage"], kwargs["start"]
     if any(v is not None for v in physical.values()):
         missing = [k for k, v in physical.items() if v is None]
         if missing:
@@ -128,6 +138,8 @@ def run_switching_currents(args):
         kwargs["physical"] = physical
     else:
         kwargs.update({k: v for k, v in normalized.items() if v is not None})
+    if args.method == "rates":  # a few rate simulations: no ramp to estimate
+        return switching_currents(**kwargs)
     with on_start(lambda: _estimate(kwargs)):
         return switching_currents(**kwargs)
 
@@ -153,13 +165,22 @@ def _estimate(kwargs):
 
 
 def summary(ds, seconds, output):
-    """Steps and rate, then the mean escape time (or switching current) per parameter point."""
-    commands.header(ds, seconds, int(ds.steps.sum()), "steps", output)
+    """Steps and rate, then the mean escape time (or switching current) per parameter point.
+
+    For ``method="rates"`` results the steps are those the rate simulations took, and the
+    adiabaticity of each sweep is printed with the means.
+    """
+    simulated = ds["rate_steps"] if "rate_steps" in ds else ds["steps"]
+    commands.header(ds, seconds, int(simulated.sum()), "steps", output)
     stats = ds.fpt.mean(censored="drop")
     passed = "switched" if "switched" in ds else "escaped"
     if "switching_current_A" in ds:
         ic = ds.switching_current_A / ds.switching_current
         stats["mean_A"] = stats["mean"] * ic.mean("realization")
+    if "adiabaticity" in ds:
+        stats["adiabaticity"] = ds["adiabaticity"]
+        print(f"rates: {ds.sizes['rate_gamma']} escape rates, gamma {float(ds.rate_gamma.min()):.4g} to "
+              f"{float(ds.rate_gamma.max()):.4g}, relative errors up to {float((ds.rate_stderr / ds.rate).max()):.2g}")
     if stats["mean"].ndim == 0:
         text = ", ".join(f"{k} {float(v):.6g}" for k, v in stats.data_vars.items())
         print(text.replace("n_censored", f"not {passed}").replace(" n ", f" {passed} "))
@@ -182,6 +203,9 @@ def plot(ds, path):
     for point in points:
         label = ", ".join(f"{d}={float(point[d]):.4g}" for d in sweep) or "simulation"
         plot_cdf(point.copy(data=point.values), ax=ax, label=label)
+        if "cdf" in ds:  # method="rates": the Fulton-Dunkleberger CDF the samples were drawn from
+            cdf = ds["cdf"].sel({d: point[d] for d in sweep}) if sweep else ds["cdf"]
+            ax.plot(ds["bias"], cdf, "k--", lw=0.8)
     ax.set_title(ds.attrs["model"])
     fig.tight_layout()
     fig.savefig(path, dpi=120)

@@ -1,0 +1,47 @@
+"""``switching_currents(method="rates")`` with the real :func:`escape_rates` (issue 18, part 1).
+
+These tests need ``gpuensembles/models/josephson/rates.py``: they run once it is merged.
+The rates method and the direct simulation of the same slow ramp must give the same
+switching-current distribution; both count escape at the next well from the thermal state.
+"""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import gpuensembles as ge
+
+# overdamped, theta = 0.1, gamma_dot = 1e-5: switching near gamma = 0.55 where Delta U ~ 3 theta,
+# epsilon ~ 2e-3 (adiabatic); the direct ramp takes ~3e6 steps per realization
+CASE = dict(V0=1.0, damping=1.0, D=0.1, h=0.02, model="overdamped", seed=18)
+DGAMMA = 2e-7
+
+
+@pytest.mark.slow
+def test_rates_method_agrees_with_the_direct_ramp():
+    rates = ge.switching_currents(dgamma=DGAMMA, realizations=4000, method="rates", backend="cpu", progress=False,
+                                  **CASE)
+    assert rates.rate.size <= 64 and np.all(rates.rate_stderr / rates.rate < 0.1)
+    direct = ge.switching_currents(dgamma=DGAMMA, realizations=400, passage="next_well", start="thermal",
+                                   gamma_start=float(rates.attrs["gamma_start"]), backend="cpu", progress=False,
+                                   **CASE)
+    assert direct.switched.all()
+    # two-sample KS at level 1e-4 (the rates samples carry the rates' error too: 3% in Gamma moves the
+    # median by ~0.03 / (d ln Gamma / d gamma) ~ 1e-3, far below the KS resolution of 400 samples)
+    result = stats.ks_2samp(rates.switching_current.values, direct.switching_current.values)
+    assert result.pvalue > 1e-4, result
+    # and the direct sample against the computed CDF itself
+    cdf = lambda x: np.interp(x, rates.bias.values, rates.cdf.values)
+    assert stats.kstest(direct.switching_current.values, cdf).pvalue > 1e-4
+
+
+@pytest.mark.slow
+def test_rates_method_runs_the_li_junction_at_real_sweep_rates():
+    ds = ge.switching_currents(physical=dict(R=250.0, C=88e-15, Ic=0.748e-6, T=1.2, sweep_rate=[1.0, 200.0, 1e4]),
+                               h=1e-3, integrator="baoab", realizations=1000, method="rates", seed=2007,
+                               rel_error=0.3, backend="cpu", progress=False)  # a structural check: ~1 min on 2 cores
+    assert ds.switching_current_A.dims == ("sweep_rate", "realization") and ds.switched.all()
+    means = ds.switching_current.mean("realization").values
+    assert np.all(np.diff(means) > 0)
+    assert float(ds.adiabaticity.max()) < 0.01
+    assert int(ds.rate_steps.sum()) > 0 and ds.attrs["backend"] == "cpu"
