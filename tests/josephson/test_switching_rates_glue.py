@@ -39,7 +39,7 @@ def test_rates_method_agrees_with_the_direct_ramp():
 def test_rates_method_runs_the_li_junction_at_real_sweep_rates():
     ds = ge.switching_currents(physical=dict(R=250.0, C=88e-15, Ic=0.748e-6, T=1.2, sweep_rate=[1.0, 200.0, 1e4]),
                                h=1e-3, integrator="baoab", realizations=1000, method="rates", seed=2007,
-                               rel_error=0.3, backend="cpu", progress=False)  # a structural check: ~1 min on 2 cores
+                               rel_error=0.5, backend="cpu", progress=False)  # a structural check: ~40 s on 2 cores
     assert ds.switching_current_A.dims == ("sweep_rate", "realization") and ds.switched.all()
     means = ds.switching_current.mean("realization").values
     assert np.all(np.diff(means) > 0)

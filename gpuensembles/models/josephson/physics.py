@@ -275,7 +275,11 @@ def trial_kernel(model: str, dtype: str, integrator: str = "euler"):
     NaN, from the Boltzmann distribution of the well (phase by exact rejection sampling
     between the two barrier tops, velocity Maxwellian); it steps until the first step
     whose reaction coordinate (`reaction_coordinate`) is ``>= hi`` or ``<= lo``. End rows
-    are ``(phi, v, largest coordinate)``. Parameter rows are ``V0, damping, gamma, D, h``
+    are ``(phi, v, largest coordinate)``. A trial that crosses the left barrier top,
+    ``-pi - arcsin(gamma)``, continues from the same state shifted by ``2 pi`` (the dynamics
+    are periodic in ``phi``): the passage counted is into the well to the right of the one the
+    particle last occupied, so a fall into the left well (rate ``exp(-2 pi gamma V0 / theta)``
+    times the right one) neither strands a trial there nor needs a second escape. Parameter rows are ``V0, damping, gamma, D, h``
     (`ESCAPE_PARAMETERS`); the steps are those of :func:`escape_kernel`.
     """
     F, euler = _step(model, dtype, integrator)
@@ -292,7 +296,7 @@ def trial_kernel(model: str, dtype: str, integrator: str = "euler"):
         u_a = -V0 * (math.cos(a) + gamma * a)
         du = -V0 * (math.cos(math.pi - a) + gamma * (math.pi - a)) - u_a
         return (F(decay), F(b), F(b * gamma), F(s), F(h), V0, gamma, D / damping,
-                F(V0), F(gamma), F(u_a), F(math.pi - a), F(du), F(du / math.pi))
+                F(V0), F(gamma), F(u_a), F(math.pi - a), F(du), F(du / math.pi), F(-math.pi - a), F(2.0 * math.pi))
 
     @jit
     def coordinate(phi, v, coef):
@@ -317,6 +321,8 @@ def trial_kernel(model: str, dtype: str, integrator: str = "euler"):
         for j in range(min(4, max_steps - k)):
             z = z0 if j == 0 else (z1 if j == 1 else (z2 if j == 2 else z3))
             phi, v = euler(phi, v, z, coef[0], coef[1], coef[2], coef[3], coef[4])
+            if phi < coef[14]:  # past the left barrier top: the same state one well to the right
+                phi += coef[15]
             x = coordinate(phi, v, coef)
             top = max(top, x)
             if x >= hi:

@@ -75,7 +75,11 @@ def escape_rates(
     underdamped alike; this counts what escapes, not what reaches the barrier top, of
     which about half falls back). It is measured by direct first passage where the barrier
     is low and by forward flux sampling (FFS) where escape is too rare to wait for (module
-    docstring). The result is the rate of the time-discrete chain at step ``h``; it differs
+    docstring). A particle that falls into the well to the left (at a rate ``exp(-2 pi gamma
+    V0 / theta)`` times the escape to the right) is carried on in its new well: the passage
+    is to the well right of the one last occupied, so ``Gamma`` is the rate of escape to the
+    right at every bias, ``gamma = 0`` included (where ``1 / MFPT`` to a fixed well would
+    vanish). The result is the rate of the time-discrete chain at step ``h``; it differs
     from the continuous equation's by O(h) (``h`` times the well's relaxation or plasma
     rate, with a coefficient of order one), see the validation page.
 
@@ -189,9 +193,6 @@ def _choose(method, barrier, gamma, plan) -> np.ndarray:
     if np.any(direct & (barrier > DIRECT_MAX_BARRIER)):
         refuse(direct & (barrier > DIRECT_MAX_BARRIER),
                f"outside the direct method's range (at most {DIRECT_MAX_BARRIER:g} theta); use method='ffs'")
-    if np.any(direct & (gamma == 0)):
-        refuse(direct & (gamma == 0), "and at gamma = 0 the mean time to reach the next well is infinite; "
-                                      "use method='ffs' (the rate of escape to the right)")
     if np.any(rare & (barrier < FFS_MIN_BARRIER)):
         refuse(rare & (barrier < FFS_MIN_BARRIER),
                f"below forward flux sampling's range ({FFS_MIN_BARRIER:g} to {FFS_MAX_BARRIER:g} theta), where "
