@@ -279,8 +279,9 @@ def trial_kernel(model: str, dtype: str, integrator: str = "euler"):
     ``-pi - arcsin(gamma)``, continues from the same state shifted by ``2 pi`` (the dynamics
     are periodic in ``phi``): the passage counted is into the well to the right of the one the
     particle last occupied, so a fall into the left well (rate ``exp(-2 pi gamma V0 / theta)``
-    times the right one) neither strands a trial there nor needs a second escape. Parameter rows are ``V0, damping, gamma, D, h``
-    (`ESCAPE_PARAMETERS`); the steps are those of :func:`escape_kernel`.
+    times the right one) neither strands a trial there nor needs a second escape. Parameter
+    rows are ``V0, damping, gamma, D, h`` (`ESCAPE_PARAMETERS`); the steps are those of
+    :func:`escape_kernel`.
     """
     F, euler = _step(model, dtype, integrator)
     normals4 = rng.normals4_f32 if dtype == "float32" else rng.normals4_f64
