@@ -170,7 +170,7 @@ def li(backend, seed=4):
         records.append(dict(sweep_rate=float(rate), mean_A=float(sample.mean()), std_A=float(sample.std())))
     points = int(ds.sizes.get("rate_gamma", 0))
     text = _table(f"Li 2007 from one rate curve: {seconds:.1f} s wall, rates included ({points} rate points, "
-                  f"{int(ds.attrs.get('rate_steps', 0)):.3g} steps)", ["sweep 1/s", "mean I_sw [uA]", "std [nA]"],
+                  f"{float(ds.rate_steps.sum()):.3g} steps)", ["sweep 1/s", "mean I_sw [uA]", "std [nA]"],
                   rows)
     return text, [dict(seconds=seconds, rate_points=points, rows=records)]
 
