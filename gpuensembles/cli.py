@@ -28,6 +28,10 @@ from .core.validation import check_memory, gathered
 EXAMPLES = """examples:
   gpuensembles escape-times --damping 0.05 --gamma 0.5 --D 0.01 --h 0.004 --realizations 5120 -o fpt.nc
   gpuensembles switching-currents --preset li2007 --sweep-rate 2e7 --realizations 200 -o sc.nc --plot sc.png
+  gpuensembles switching-currents --preset li2007 --sweep-rate 1 200 1e4 --h 1e-3 --integrator baoab \\
+      --method rates --realizations 100000 -o li.nc --plot li.png
+  gpuensembles escape-rates --model overdamped --damping 1 --D 0.05 --gamma 0.3 0.5 0.7 0.9 --h 0.01 \\
+      --rel-error 0.05 -o rates.nc --plot rates.png
   gpuensembles mc-solve --problem laplacian-2d --size 30 --histories 1e7 -o x.nc
   gpuensembles langevin --a 0 1 2 4.2 --w 4.9 --g 0.9 --f 0.1 --kT 0.001 --h 0.01282 --steps 200000 \\
       --transient 20000 --realizations 4096 -o v.nc

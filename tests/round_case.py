@@ -8,7 +8,7 @@ def trial_round(backend):
     from gpuensembles.core.templates.rounds import trial_runner
     from gpuensembles.models.josephson import physics
 
-    run = trial_runner(physics.trial_kernel("underdamped", "float32", "euler"), backend)
+    run = trial_runner(physics.trial_kernel("underdamped", "float64", "euler"), backend)
     n = 12
     params = np.array([[1.0, 0.3, 0.5, 0.3, 0.01], [1.0, 1.0, 0.2, 0.5, 0.02]])
     rows = np.arange(n) % 2
