@@ -45,7 +45,7 @@ tests() {
   limit=$(allowed "${LIMIT:-120}")
   if [ "$limit" -lt 20 ]; then echo "== skipped (time): pytest $name"; return; fi
   echo "== [$(elapsed) s] pytest -m gpu $* (${GPUENSEMBLES_KURAMOTO_KERNEL:-default kernels}; at most $limit s)"
-  timeout "$limit" python3 -m pytest -m gpu -p no:cacheprovider -q "$@" > "$out/pytest_$name.log" 2>&1
+  timeout "$limit" python3 -m pytest -m gpu -n 0 -p no:cacheprovider -q "$@" > "$out/pytest_$name.log" 2>&1
   echo "   exit $?"; tail -4 "$out/pytest_$name.log"
 }
 

@@ -32,7 +32,7 @@ if [ "${SKIP_FIRST_CALL:-0}" != 1 ]; then
   python3 -X importtime -c "import gpuensembles" 2>&1 | tail -1 | tee -a "$out/first_call.log"
 fi
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
-  python3 -m pytest -m gpu -p no:cacheprovider -q "$@" 2>&1 | tee "$out/pytest_gpu.log" | tail -25
+  python3 -m pytest -m gpu -n 0 -p no:cacheprovider -q "$@" 2>&1 | tee "$out/pytest_gpu.log" | tail -25
 fi
 if [ "${SKIP_TABLE:-0}" != 1 ]; then
   python3 -m benchmarks --json "$out/benchmarks.json" ${ONLY:+--only "$ONLY"} 2>&1 | tee "$out/benchmarks.log"

@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +36,7 @@ def _simulator_cases() -> dict:
                 for path in ("mean-field", "matrix")}
     # the resident multi-spin kernel, the launched one (RESIDENT_MAX_L lowered to 0) and int8;
     # L = 6 leaves a partial warp of words
-    ising = {path: dict(L=[4, 6], beta=[0.3, 0.5], sweeps=4, thermalization=1, measure_every=2, bins=2,
+    ising = {path: dict(L=[4, 6], beta=[0.3, 0.5], sweeps=2, thermalization=1, measure_every=1, bins=2,
                         realizations=3, series=True, snapshot=True, seed=7,
                         kernel="int8" if path == "int8" else "multispin", progress=False)
              for path in ("resident", "launched", "int8")}
@@ -56,12 +57,42 @@ def simulator_cases() -> dict:
     return _simulator_cases()
 
 
+_SIMULATOR: dict = {}
+
+
+def _start_simulator():
+    """Start ``tests/simulator_checks.py`` under the CUDA simulator (once per process)."""
+    if _SIMULATOR:
+        return
+    folder = Path(tempfile.mkdtemp(prefix="gpuensembles-simulator-"))
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=str(HERE.parent))
+    out, err = (open(folder / name, "w+") for name in ("stdout", "stderr"))
+    proc = subprocess.Popen([sys.executable, str(HERE / "simulator_checks.py"), json.dumps(_simulator_cases())],
+                            env=env, stdout=out, stderr=err, text=True)
+    _SIMULATOR.update(proc=proc, out=out, err=err)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Without pytest-xdist workers, start the CUDA simulator's subprocess as soon as a selected
+    test needs it: it then runs beside the rest of the suite (one core for several minutes)
+    instead of before its tests. (Every xdist worker collects every test: there the fixture
+    starts it, in the one worker that runs the simulator tests.)"""
+    if "PYTEST_XDIST_WORKER" not in os.environ and any("simulated" in getattr(item, "fixturenames", ())
+                                                       for item in items):
+        _start_simulator()
+
+
 @pytest.fixture(scope="session")
-def simulated(simulator_cases) -> dict:
+def simulated() -> dict:
     """Results of ``tests/simulator_checks.py`` run under the CUDA simulator (a subprocess:
     the simulator must be on before ``numba.cuda`` is first imported)."""
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=str(HERE.parent))
-    proc = subprocess.run([sys.executable, str(HERE / "simulator_checks.py"), json.dumps(simulator_cases)], env=env,
-                          capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout)
+    _start_simulator()
+    proc, out, err = _SIMULATOR["proc"], _SIMULATOR["out"], _SIMULATOR["err"]
+    try:
+        proc.wait(timeout=1200)
+    finally:
+        proc.kill()
+    err.seek(0)
+    assert proc.returncode == 0, err.read()[-3000:]
+    out.seek(0)
+    return json.loads(out.read())

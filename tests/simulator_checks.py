@@ -9,6 +9,7 @@ import json
 import math
 import os
 import sys
+import time
 import warnings
 
 import numpy as np
@@ -125,53 +126,51 @@ def _warn_like_numba_cuda():
     return NumbaPerformanceWarning
 
 
-def launches():
-    """Every run function once under a kernel timer, with performance and deprecation warnings
-    from numba, numba-cuda and the package raised as errors: per run, the error (or None) and
-    the launch sites the timer saw."""
+def watched(run):
+    """``run()`` with performance and deprecation warnings from numba, numba-cuda and the package
+    raised as errors, under a kernel timer: ``(result or None, {"error": ..., "launches": ...})``.
+
+    Every case runs this way once: its result is compared with the CPU, its record says that no
+    warning reached the caller and which launch sites the timer saw."""
     categories = (_warn_like_numba_cuda(), __import__("numba").core.errors.NumbaPerformanceWarning)
-    runs = {"escape": lambda: escape("underdamped", "float32"), "mcls": lambda: mcls("adjoint", "collision"),
-            "langevin": lambda: langevin("underdamped", "srk2"), "xorsat": xorsat,
-            "rates": lambda: rates(CASES["rates"])}
-    runs.update({f"kuramoto-{path}": (lambda path=path: kuramoto(path)) for path in CASES["kuramoto"]})
-    runs.update({f"ising-{path}": (lambda path=path: ising(path)) for path in CASES["ising"]})
-    out = {}
-    for name, run in runs.items():
-        with warnings.catch_warnings(), _backend.kernel_timer() as timer:
-            for category in categories:
-                warnings.simplefilter("error", category)
-            warnings.filterwarnings("error", category=DeprecationWarning, module="(numba|gpuensembles)")
-            try:
-                run()
-                error = None
-            except Warning as warning:
-                error = f"{type(warning).__module__}.{type(warning).__name__}: {warning}"
-        out[name] = {"error": error, "launches": timer.launches()}
+    with warnings.catch_warnings(), _backend.kernel_timer() as timer:
+        for category in categories:
+            warnings.simplefilter("error", category)
+        warnings.filterwarnings("error", category=DeprecationWarning, module="(numba|gpuensembles)")
+        try:
+            result, error = run(), None
+        except Warning as warning:
+            result, error = None, f"{type(warning).__module__}.{type(warning).__name__}: {warning}"
     lattices.RESIDENT_MAX_L = RESIDENT_MAX_L
+    return result, {"error": error, "launches": timer.launches()}
+
+
+def kuramoto_variants():
+    out = {}
+    for variant in coupled.MEAN_FIELD_VARIANTS:
+        os.environ[coupled.VARIANT_VARIABLE] = variant
+        ds = ge.kuramoto(backend="cuda", **CASES["kuramoto_variants"])
+        out[variant] = {"r": ds.r.values.tolist(), "density": ds.density.values.tolist()}
+    os.environ.pop(coupled.VARIANT_VARIABLE)
     return out
 
 
 if __name__ == "__main__":
-    result = {"draws": draws()}
+    runs = {"xorsat": xorsat, "trials": lambda: trial_round("cuda"),
+            "rates": lambda: rates(CASES["rates"]), "kuramoto-variants": kuramoto_variants}
     for method in ("adjoint", "forward"):
         for estimator in ("collision", "expected"):
-            result[f"mcls-{method}-{estimator}"] = mcls(method, estimator)
+            runs[f"mcls-{method}-{estimator}"] = lambda m=method, e=estimator: mcls(m, e)
     for model, integrator in (("underdamped", "srk2"), ("overdamped", "srk2"), ("underdamped", "euler")):
-        result[f"langevin-{model}-{integrator}"] = langevin(model, integrator)
-    for path in CASES["kuramoto"]:
-        result[f"kuramoto-{path}"] = kuramoto(path)
-    for variant in coupled.MEAN_FIELD_VARIANTS:
-        os.environ[coupled.VARIANT_VARIABLE] = variant
-        ds = ge.kuramoto(backend="cuda", **CASES["kuramoto_variants"])
-        result[f"kuramoto-variant-{variant}"] = {"r": ds.r.values.tolist(), "density": ds.density.values.tolist()}
-    os.environ.pop(coupled.VARIANT_VARIABLE)
-    for path in CASES["ising"]:
-        result[f"ising-{path}"] = ising(path)
-    result["xorsat"] = xorsat()
-    result["trials"] = trial_round("cuda")
-    result["rates"] = rates(CASES["rates"])
+        runs[f"langevin-{model}-{integrator}"] = lambda m=model, i=integrator: langevin(m, i)
+    runs.update({f"kuramoto-{path}": (lambda path=path: kuramoto(path)) for path in CASES["kuramoto"]})
+    runs.update({f"ising-{path}": (lambda path=path: ising(path)) for path in CASES["ising"]})
     for model in ("underdamped", "overdamped"):
         for dtype in ("float32", "float64"):
-            result[f"{model}-{dtype}"] = escape(model, dtype)
-    result["launches"] = launches()
+            runs[f"{model}-{dtype}"] = lambda m=model, d=dtype: escape(m, d)
+    result = {"draws": draws(), "launches": {}}  # a test kernel of two blocks: it warns, as it should
+    for name, run in runs.items():
+        start = time.perf_counter()
+        result[name], result["launches"][name] = watched(run)
+        print(f"{name}: {time.perf_counter() - start:.1f} s", file=sys.stderr)
     json.dump(result, sys.stdout)

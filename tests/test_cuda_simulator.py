@@ -80,7 +80,7 @@ def test_simulator_kuramoto_variants_equal_cpu(simulated, simulator_cases, varia
     # (float32 partials: the precision) of the order-parameter sums differs from the CPU's tiles
     monkeypatch.setenv("GPUENSEMBLES_KURAMOTO_KERNEL", variant)
     cpu = ge.kuramoto(backend="cpu", **simulator_cases["kuramoto_variants"])
-    sim = simulated[f"kuramoto-variant-{variant}"]
+    sim = simulated["kuramoto-variants"][variant]
     np.testing.assert_allclose(sim["r"], cpu.r.values, rtol=1e-5)
     assert sim["density"] == cpu.density.values.tolist()
 
@@ -125,18 +125,28 @@ def test_simulator_direct_rates_equal_cpu(simulated, simulator_cases):
     assert sim["rate"] == cpu.rate.values.tolist()
 
 
-#: The launch sites each run uses (the names its kernel timer reports).
-LAUNCH_SITES = {"escape": {"first_passage"}, "mcls": {"walks", "walk_reduce"},
-                "langevin": {"trajectories"}, "xorsat": {"xorsat"},
-                "kuramoto-mean-field": {"mean_field"}, "kuramoto-matrix": {"pairwise"}, "ising-resident": {"ising"},
-                "ising-launched": {"ising"}, "ising-int8": {"ising"}, "rates": {"trials"}}
+#: The launch sites each public run uses (the names its kernel timer reports).
+LAUNCH_SITES = {"xorsat": {"xorsat"}, "rates": {"trials"}, "kuramoto-mean-field": {"mean_field"},
+                "kuramoto-matrix": {"pairwise"}, "kuramoto-variants": {"mean_field"}}
+LAUNCH_SITES |= {f"{model}-{dtype}": {"first_passage"} for model in ("underdamped", "overdamped")
+                 for dtype in ("float32", "float64")}
+LAUNCH_SITES |= {f"mcls-{method}-{estimator}": {"walks", "walk_reduce"} for method in ("adjoint", "forward")
+                 for estimator in ("collision", "expected")}
+LAUNCH_SITES |= {f"langevin-{case}": {"trajectories"} for case in ("underdamped-srk2", "overdamped-srk2",
+                                                                   "underdamped-euler")}
+LAUNCH_SITES |= {f"ising-{path}": {"ising"} for path in ("resident", "launched", "int8")}
+
+
+def test_every_simulated_public_run_is_checked_for_launches(simulated):
+    # the bare trials runner is not a public run
+    assert set(simulated["launches"]) == set(LAUNCH_SITES) | {"trials"}
 
 
 @pytest.mark.parametrize("run", sorted(LAUNCH_SITES))
 def test_launches_warn_nothing_and_are_timed(simulated, run):
     # Every launch gets numba-cuda's low-occupancy warning here (the check adds it to the
     # simulator): none may reach the caller, nor a deprecation warning; and the kernel timer
-    # sees every launch site.
+    # sees every launch site. Each case ran once, this way, for the comparisons above too.
     seen = simulated["launches"][run]
     assert seen["error"] is None
     assert set(seen["launches"]) == LAUNCH_SITES[run]

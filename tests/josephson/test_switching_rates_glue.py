@@ -11,23 +11,26 @@ from scipy import stats
 
 import gpuensembles as ge
 
-# overdamped, theta = 0.1, gamma_dot = 1e-5: switching near gamma = 0.55 where Delta U ~ 3 theta,
-# epsilon ~ 2e-3 (adiabatic); the direct ramp takes ~3e6 steps per realization
+# overdamped, theta = 0.1, gamma_dot = 2.5e-5: switching near gamma = 0.55 where Delta U ~ 3 theta,
+# epsilon ~ 4e-3 (adiabatic); the direct ramp takes ~7e5 steps per realization
 CASE = dict(V0=1.0, damping=1.0, D=0.1, h=0.02, model="overdamped", seed=18)
-DGAMMA = 2e-7
+DGAMMA = 5e-7
 
 
 @pytest.mark.slow
 def test_rates_method_agrees_with_the_direct_ramp():
-    rates = ge.switching_currents(dgamma=DGAMMA, realizations=4000, method="rates", backend="cpu", progress=False,
-                                  **CASE)
-    assert rates.rate.size <= 64 and np.all(rates.rate_stderr / rates.rate < 0.1)
+    rates = ge.switching_currents(dgamma=DGAMMA, realizations=4000, method="rates", rel_error=0.1, backend="cpu",
+                                  progress=False, **CASE)
+    assert rates.rate.size <= 64 and np.all(rates.rate_stderr / rates.rate < 0.15)
+    assert float(rates.adiabaticity.max()) < 0.01
+    # the direct ramp starts from the thermal state where the computed distribution is 1e-4: what
+    # switches before that is beyond the resolution of 400 samples
+    start = float(np.interp(1e-4, rates.cdf.values, rates.bias.values))
     direct = ge.switching_currents(dgamma=DGAMMA, realizations=400, passage="next_well", start="thermal",
-                                   gamma_start=float(rates.attrs["gamma_start"]), backend="cpu", progress=False,
-                                   **CASE)
+                                   gamma_start=start, backend="cpu", progress=False, **CASE)
     assert direct.switched.all()
-    # two-sample KS at level 1e-4 (the rates samples carry the rates' error too: 3% in Gamma moves the
-    # median by ~0.03 / (d ln Gamma / d gamma) ~ 1e-3, far below the KS resolution of 400 samples)
+    # two-sample KS at level 1e-4 (the rates samples carry the rates' error too: 10% in Gamma moves the
+    # CDF by at most 0.1 (1 - P) E ~ 0.04, below the KS resolution of 400 samples at that level)
     result = stats.ks_2samp(rates.switching_current.values, direct.switching_current.values)
     assert result.pvalue > 1e-4, result
     # and the direct sample against the computed CDF itself
