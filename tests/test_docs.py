@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import gpuensembles as ge
@@ -32,3 +33,10 @@ def test_docs_build_and_examples_run(tmp_path):
                            ("ising_thesis", "bin_e"), ("xorsat_tts", "tts_sweeps")):
         assert (tmp_path / "html" / "_images" / f"sphx_glr_{name}_001.png").stat().st_size > 10_000
         assert variable in ge.open_dataset(tmp_path / f"{name}.nc")
+    # the Li junction at 1, 200 and 1e4 /s from one rate curve (the rates method with the real
+    # escape_rates, on the CPU): ordered means, adiabatic sweeps, rates that were simulated
+    li = ge.open_dataset(tmp_path / "switching_rates_li2007.nc")
+    assert li.switching_current_A.dims == ("sweep_rate", "realization") and li.switched.all()
+    assert np.all(np.diff(li.switching_current.mean("realization").values) > 0)
+    assert float(li.adiabaticity.max()) < 0.01
+    assert int(li.rate_steps.sum()) > 0 and li.attrs["backend"] == "cpu"

@@ -1,6 +1,5 @@
 """``switching_currents(method="rates")`` with the real :func:`escape_rates` (issue 18, part 1).
 
-These tests need ``gpuensembles/models/josephson/rates.py``: they run once it is merged.
 The rates method and the direct simulation of the same slow ramp must give the same
 switching-current distribution; both count escape at the next well from the thermal state.
 """
@@ -36,15 +35,3 @@ def test_rates_method_agrees_with_the_direct_ramp():
     # and the direct sample against the computed CDF itself
     cdf = lambda x: np.interp(x, rates.bias.values, rates.cdf.values)
     assert stats.kstest(direct.switching_current.values, cdf).pvalue > 1e-4
-
-
-@pytest.mark.slow
-def test_rates_method_runs_the_li_junction_at_real_sweep_rates():
-    ds = ge.switching_currents(physical=dict(R=250.0, C=88e-15, Ic=0.748e-6, T=1.2, sweep_rate=[1.0, 200.0, 1e4]),
-                               h=1e-3, integrator="baoab", realizations=1000, method="rates", seed=2007,
-                               rel_error=0.5, backend="cpu", progress=False)  # a structural check: ~40 s on 2 cores
-    assert ds.switching_current_A.dims == ("sweep_rate", "realization") and ds.switched.all()
-    means = ds.switching_current.mean("realization").values
-    assert np.all(np.diff(means) > 0)
-    assert float(ds.adiabaticity.max()) < 0.01
-    assert int(ds.rate_steps.sum()) > 0 and ds.attrs["backend"] == "cpu"
