@@ -6,6 +6,7 @@ import pytest
 
 import gpuensembles as ge
 from gpuensembles.core import rng
+from gpuensembles.core.templates import coupled
 from tests.round_case import trial_round
 
 
@@ -74,7 +75,7 @@ def test_simulator_kuramoto_equals_cpu(simulated, simulator_cases, path):
     assert sim["density"] == cpu.density.values.tolist()
 
 
-@pytest.mark.parametrize("variant", ["default", "coalesced", "coalesced-f32", "coalesced-f32-alternate"])
+@pytest.mark.parametrize("variant", list(coupled.MEAN_FIELD_VARIANTS))
 def test_simulator_kuramoto_variants_equal_cpu(simulated, simulator_cases, variant, monkeypatch):
     # every variant steps each oscillator with the same arithmetic and normals; only the order
     # (float32 partials: the precision) of the order-parameter sums differs from the CPU's tiles
