@@ -446,17 +446,7 @@ def switching_currents(
                 gamma_start=gamma_start, gamma_end=gamma_end, start=start, model=model, passage=passage,
                 integrator=integrator, seed=seed, dtype=dtype, chunks=chunks, store=store, backend=backend)
     _check_choice("start", start, STARTS)
-    if physical is not None:
-        if not isinstance(physical, dict):
-            raise TypeError(f"physical must be a dict with the keys {sorted(PHYSICAL)}, got {physical!r}")
-        if any(x is not None for x in (damping, D, dgamma)) or not (isinstance(V0, (int, float)) and V0 == 1.0):
-            raise ValueError("give either physical=dict(R, C, Ic, T, sweep_rate) or V0, damping, D, dgamma, not both")
-        if set(physical) != set(PHYSICAL):
-            raise ValueError(f"physical must be a dict with exactly the keys {sorted(PHYSICAL)}, got {physical!r}")
-        units = normalize(**physical, h=h)
-        V0, damping, D, dgamma = units["V0"], units["damping"], units["D"], units["dgamma"]
-    elif any(x is None for x in (damping, D, dgamma)):
-        raise ValueError("damping, D and dgamma are required (or physical=dict(R, C, Ic, T, sweep_rate))")
+    V0, damping, D, dgamma, units = _junction_units(physical, h, V0, damping, D, dgamma)
     params = _common(model, dtype, passage, integrator, V0=V0, damping=damping, D=D, h=h, dgamma=dgamma)
     engine.check_range("dgamma", params["dgamma"], 0, low_open=True, hint=" (the ramp must increase the bias)")
     gamma_end = engine.check_real("gamma_end", gamma_end)
@@ -565,6 +555,30 @@ def _single(name, value, why):
                          f"only dgamma or sweep_rate may be an array")
 
 
+def _junction_units(physical, h, V0, damping, D, dgamma, check=None):
+    """``(V0, damping, D, dgamma, units)`` of a switching run: as given (``units`` None), or from
+    ``physical=`` (SI units; ``units`` is what :func:`normalize` returns).
+
+    ``check(physical)`` runs on a well-formed dictionary before it is converted. Raises
+    ``TypeError``/``ValueError`` naming ``physical`` for a malformed dictionary or one given
+    beside the normalized parameters, and ``ValueError`` when neither is complete.
+    """
+    if physical is None:
+        if any(x is None for x in (damping, D, dgamma)):
+            raise ValueError("damping, D and dgamma are required (or physical=dict(R, C, Ic, T, sweep_rate))")
+        return V0, damping, D, dgamma, None
+    if not isinstance(physical, dict):
+        raise TypeError(f"physical must be a dict with the keys {sorted(PHYSICAL)}, got {physical!r}")
+    if any(x is not None for x in (damping, D, dgamma)) or not (isinstance(V0, (int, float)) and V0 == 1.0):
+        raise ValueError("give either physical=dict(R, C, Ic, T, sweep_rate) or V0, damping, D, dgamma, not both")
+    if set(physical) != set(PHYSICAL):
+        raise ValueError(f"physical must be a dict with exactly the keys {sorted(PHYSICAL)}, got {physical!r}")
+    if check is not None:
+        check(physical)
+    units = normalize(**physical, h=h)
+    return units["V0"], units["damping"], units["D"], units["dgamma"], units
+
+
 def _switching_from_rates(*, h, realizations, damping, D, dgamma, V0, physical, gamma_start, gamma_end, model,
                           integrator, rel_error, seed, dtype, chunks, store, backend, progress) -> xr.Dataset:
     """``switching_currents(method="rates")``: validation, then :mod:`.switching_rates`, then the Dataset."""
@@ -581,20 +595,13 @@ def _switching_from_rates(*, h, realizations, damping, D, dgamma, V0, physical, 
     rel_error = engine.check_real("rel_error", rel_error)
     if not 0 < rel_error < 1:
         raise ValueError(f"rel_error must lie in (0, 1), got {rel_error!r}")
-    if physical is not None:
-        if not isinstance(physical, dict):
-            raise TypeError(f"physical must be a dict with the keys {sorted(PHYSICAL)}, got {physical!r}")
-        if any(x is not None for x in (damping, D, dgamma)) or not (isinstance(V0, (int, float)) and V0 == 1.0):
-            raise ValueError("give either physical=dict(R, C, Ic, T, sweep_rate) or V0, damping, D, dgamma, not both")
-        if set(physical) != set(PHYSICAL):
-            raise ValueError(f"physical must be a dict with exactly the keys {sorted(PHYSICAL)}, got {physical!r}")
+
+    def one_junction(physical):
         for name in ("R", "C", "Ic", "T"):
             _single(name, engine.as_parameter(name, physical[name]), one_curve)
         _single("h", engine.as_parameter("h", h), one_curve)
-        units = normalize(**physical, h=h)
-        V0, damping, D, dgamma = units["V0"], units["damping"], units["D"], units["dgamma"]
-    elif any(x is None for x in (damping, D, dgamma)):
-        raise ValueError("damping, D and dgamma are required (or physical=dict(R, C, Ic, T, sweep_rate))")
+
+    V0, damping, D, dgamma, units = _junction_units(physical, h, V0, damping, D, dgamma, check=one_junction)
     params = _common(model, dtype, "next_well", integrator, V0=V0, damping=damping, D=D, h=h, dgamma=dgamma)
     for name in ("V0", "damping", "D", "h"):
         _single(name, params[name], one_curve)
