@@ -88,7 +88,7 @@ def test_a_result_that_cannot_fit_in_memory_is_refused_before_allocation(functio
 def test_lazy_results_check_the_memory_of_one_chunk():
     with pytest.raises(ValueError, match="one chunk of .* needs about"):
         ge.escape_times(**{**ESCAPE, "realizations": 10**12, "chunks": 10**11})
-    lazy = ge.escape_times(**{**ESCAPE, "realizations": 10**12, "chunks": 10**6})
+    lazy = ge.escape_times(**{**ESCAPE, "realizations": 10**12, "chunks": 10**7})  # 1e5 tasks
     assert lazy.steps.shape == (10**12,)  # nothing allocated: the realization coordinate is a RangeIndex
 
 
