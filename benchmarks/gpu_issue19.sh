@@ -7,7 +7,7 @@
 # network on the GPU machine), installed the way benchmarks/gpu_session.sh does it.
 #
 # Variants (environment variables, read when the kernels are built / launched):
-#   GPUENSEMBLES_KURAMOTO_KERNEL = coalesced | coalesced-f32 | coalesced-f32-alternate
+#   GPUENSEMBLES_KURAMOTO_KERNEL = strided | coalesced | coalesced-f32
 #     (gpuensembles/core/templates/coupled.py, MEAN_FIELD_VARIANTS)
 #   GPUENSEMBLES_ISING_RESIDENT_THREADS = 512 | 1024, with GPUENSEMBLES_REGISTER_LIMITS=ising_resident=64 | 32
 #     (two blocks per multiprocessor: 256 blocks of 64^2 x 32 lattices in one wave on 132 SMs)
@@ -52,7 +52,7 @@ tests() {
 # 1. the default path, every workload of the issue, baselines in the same run
 LIMIT=200 bench default kuramoto,mcls,ising
 # 2. Kuramoto mean-field variants (each row: % of the copy bound measured in the same process)
-for v in coalesced coalesced-f32 coalesced-f32-alternate; do
+for v in strided coalesced coalesced-f32; do
   LIMIT=75 bench "kuramoto-$v" kuramoto GPUENSEMBLES_KURAMOTO_KERNEL=$v
 done
 # 3. Ising ensemble mode with 512 threads per resident block (registers capped: two blocks per SM)
@@ -65,9 +65,9 @@ done
 echo "== [$(elapsed) s] import gpuensembles, slowest 15 (cumulative us) of the last run"
 sort -t'|' -k2 -n "$(ls "$out"/importtime_*.txt "$out"/importtime_*.failed 2>/dev/null | tail -1)" | tail -15
 # 5. the GPU tests of the three families (default path), then the Kuramoto ones on the variant
-#    that changes the most (coalesced, float32 partials, alternating sweeps)
+#    that differs the most from the default (strided: one thread per group of four)
 LIMIT=150 tests default tests/kuramoto tests/mcls tests/ising
-GPUENSEMBLES_KURAMOTO_KERNEL=coalesced-f32-alternate LIMIT=60 tests kuramoto-variant tests/kuramoto
+GPUENSEMBLES_KURAMOTO_KERNEL=strided LIMIT=60 tests kuramoto-variant tests/kuramoto
 # 6. Ising ensemble mode with 1024 threads per resident block (32 registers: spills likely), if there is time
 LIMIT=55 bench ising-1024 ising GPUENSEMBLES_ISING_RESIDENT_THREADS=1024 GPUENSEMBLES_REGISTER_LIMITS=ising_resident=32
 
@@ -85,7 +85,7 @@ def fmt(values, scale=1.0, unit=""):
     return f"{statistics.median(v):.4g}{unit} ({min(v):.4g}-{max(v):.4g})" if v else "-"
 
 
-order = ["default", "kuramoto-coalesced", "kuramoto-coalesced-f32", "kuramoto-coalesced-f32-alternate",
+order = ["default", "kuramoto-strided", "kuramoto-coalesced", "kuramoto-coalesced-f32",
          "ising-512", "ising-1024"]
 for name in order:
     path = os.path.join(out, f"bench_{name}.json")

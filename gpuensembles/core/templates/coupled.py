@@ -62,33 +62,32 @@ _MAX_BINS = 1024
 
 #: Variants of the mean-field kernel, chosen at run time by the environment variable
 #: ``GPUENSEMBLES_KURAMOTO_KERNEL`` (benchmarks compare them; ``default`` is what users get).
-#: Each is ``(coalesced, float32_partials, alternate, hoisted)``:
+#: Each is ``(coalesced, float32_partials, alternate)``:
 #:
 #: * ``coalesced`` (CUDA only): a warp steps 128 consecutive oscillators per pass, lane ``l``
 #:   oscillators ``l, l + 32, l + 64, l + 96`` (one 128-byte access per load or store instead
 #:   of four strided ones); each lane still draws Philox block ``i // 4`` for its group of four
 #:   and hands the normals over through shared memory, so every oscillator gets the same noise.
+#:   A lane issues the loads of all four of its phases and frequencies before it draws its
+#:   normals and before any store: the compiler, which cannot rule out that ``x`` and ``omega``
+#:   overlap, otherwise keeps each load behind the previous store, and a lane has only two
+#:   loads in flight.
 #: * ``float32_partials`` (CUDA and CPU): each thread (CPU: each tile) adds its ``sin`` and
 #:   ``cos`` in float32; the blocks' (tiles') partial sums are added in float64 as before.
 #: * ``alternate`` (CUDA only): odd steps walk the tiles from the end, so the first oscillators
 #:   a step reads are the last the previous one wrote, still in L2.
-#: * ``hoisted`` (CUDA, coalesced only): a lane issues the loads of all four of its phases and
-#:   frequencies before it draws its normals and before any store. Otherwise the compiler,
-#:   which cannot rule out that ``x`` and ``omega`` overlap, keeps each load after the
-#:   previous store, and a lane has only two loads in flight.
 #:
 #: Every variant updates each oscillator with the same arithmetic and the same normals; only
 #: the order (and, for float32 partials, the precision) of the order-parameter sums changes.
-#: ``default`` is the coalesced, float32-partials, alternating, hoisted kernel: on an H200
-#: (N = 2^24) it ran 2.49e11 / 1.90e11 oscillator-steps/s at kT = 0 / 1, against 1.80e11 /
-#: 1.53e11 without hoisting and 1.57e11 / 1.54e11 for ``strided``, the first default
+#: ``default`` is the coalesced, float32-partials, alternating kernel: on an H200 (N = 2^24)
+#: it ran 2.49e11 / 1.90e11 oscillator-steps/s at kT = 0 / 1, against 1.80e11 / 1.53e11 before
+#: its loads were hoisted and 1.57e11 / 1.54e11 for ``strided``, the first default
 #: (docs/performance.rst).
 MEAN_FIELD_VARIANTS = {
-    "default": (True, True, True, True),
-    "strided": (False, False, False, False),
-    "coalesced": (True, False, False, False),
-    "coalesced-f32": (True, True, False, False),
-    "coalesced-f32-alternate": (True, True, True, False),
+    "default": (True, True, True),
+    "strided": (False, False, False),
+    "coalesced": (True, False, False),
+    "coalesced-f32": (True, True, False),
 }
 VARIANT_VARIABLE = "GPUENSEMBLES_KURAMOTO_KERNEL"
 
@@ -230,7 +229,7 @@ def _cuda_mean_field(kernel, variant="default"):
     bind_cuda(globals())
     step, noise = kernel.step, kernel.noise
     threads = 8 if simulating_cuda() else _TILE
-    coalesced, float32_partials, alternate, hoisted = MEAN_FIELD_VARIANTS[variant]
+    coalesced, float32_partials, alternate = MEAN_FIELD_VARIANTS[variant]
 
     @cuda.jit(device=True)
     def block_sum(sh, a, b):
@@ -323,7 +322,7 @@ def _cuda_mean_field(kernel, variant="default"):
 
     if coalesced:
         mean_field_kernel = _tiled_mean_field_kernel(step, noise, threads, block_sum, total, float32_partials,
-                                                     alternate, hoisted)
+                                                     alternate)
 
     def run(x, omega, kn, h_g, s, steps, every, seed, stream, rid, r, psi, hist):
         if hist.shape[1] > _MAX_BINS:
@@ -351,7 +350,7 @@ def _cuda_mean_field(kernel, variant="default"):
     return run
 
 
-def _tiled_mean_field_kernel(step, noise, threads, block_sum, total, float32_partials, alternate, hoisted):
+def _tiled_mean_field_kernel(step, noise, threads, block_sum, total, float32_partials, alternate):
     """The mean-field kernel of the ``coalesced`` variants (see :data:`MEAN_FIELD_VARIANTS`).
 
     A warp owns tiles of ``4 * 32`` consecutive oscillators; lane ``l`` draws the four normals
@@ -424,15 +423,14 @@ def _tiled_mean_field_kernel(step, noise, threads, block_sum, total, float32_par
             acc_s, acc_c = zero, zero
             for it in range(first, ntiles, stride):
                 base = tile * (ntiles - 1 - it if backward else it)
-                if hoisted:
-                    # all eight loads of the tile before any store: the compiler cannot know
-                    # that x and omega do not overlap, so it keeps loads after earlier stores
-                    i0 = base + lane
-                    i1, i2, i3 = i0 + warp, i0 + 2 * warp, i0 + 3 * warp
-                    x0, o0 = load(x, omega, i0, n)
-                    x1, o1 = load(x, omega, i1, n)
-                    x2, o2 = load(x, omega, i2, n)
-                    x3, o3 = load(x, omega, i3, n)
+                # all eight loads of the tile before any store: the compiler cannot know
+                # that x and omega do not overlap, so it keeps loads after earlier stores
+                i0 = base + lane
+                i1, i2, i3 = i0 + warp, i0 + 2 * warp, i0 + 3 * warp
+                x0, o0 = load(x, omega, i0, n)
+                x1, o1 = load(x, omega, i1, n)
+                x2, o2 = load(x, omega, i2, n)
+                x3, o3 = load(x, omega, i3, n)
                 if s != 0:
                     g = base // 4 + lane
                     if g < ngroups:
@@ -441,30 +439,14 @@ def _tiled_mean_field_kernel(step, noise, threads, block_sum, total, float32_par
                             p = 4 * lane + j
                             zs[w, p + p // 32] = z[j]
                     tile_sync()
-                if hoisted:
-                    z0, z1, z2, z3 = normal(zs, w, lane, s), normal(zs, w, lane + warp, s), \
-                        normal(zs, w, lane + 2 * warp, s), normal(zs, w, lane + 3 * warp, s)
-                    x0 = step(x0, o0, math.cos(x0) * cs - math.sin(x0) * cc, h_g, s, z0)
-                    x1 = step(x1, o1, math.cos(x1) * cs - math.sin(x1) * cc, h_g, s, z1)
-                    x2 = step(x2, o2, math.cos(x2) * cs - math.sin(x2) * cc, h_g, s, z2)
-                    x3 = step(x3, o3, math.cos(x3) * cs - math.sin(x3) * cc, h_g, s, z3)
-                    for i, xi in ((i0, x0), (i1, x1), (i2, x2), (i3, x3)):
-                        if i < n:
-                            x[i] = xi
-                            acc_s += math.sin(xi)
-                            acc_c += math.cos(xi)
-                            if sample:
-                                cuda.atomic.add(shist, _bin(xi, bins), 1)
-                    if s != 0:
-                        tile_sync()  # the next tile's normals overwrite these
-                    continue
-                for j in range(4):
-                    p = lane + warp * j
-                    i = base + p
+                z0, z1, z2, z3 = normal(zs, w, lane, s), normal(zs, w, lane + warp, s), \
+                    normal(zs, w, lane + 2 * warp, s), normal(zs, w, lane + 3 * warp, s)
+                x0 = step(x0, o0, math.cos(x0) * cs - math.sin(x0) * cc, h_g, s, z0)
+                x1 = step(x1, o1, math.cos(x1) * cs - math.sin(x1) * cc, h_g, s, z1)
+                x2 = step(x2, o2, math.cos(x2) * cs - math.sin(x2) * cc, h_g, s, z2)
+                x3 = step(x3, o3, math.cos(x3) * cs - math.sin(x3) * cc, h_g, s, z3)
+                for i, xi in ((i0, x0), (i1, x1), (i2, x2), (i3, x3)):
                     if i < n:
-                        zj = zs[w, p + p // 32] if s != 0 else np.float32(0.0)
-                        xi = x[i]
-                        xi = step(xi, omega[i], math.cos(xi) * cs - math.sin(xi) * cc, h_g, s, zj)
                         x[i] = xi
                         acc_s += math.sin(xi)
                         acc_c += math.cos(xi)
