@@ -10,20 +10,10 @@ the GPU machine with ``pytest -m gpu``); ``slow`` marks the longer statistical c
 which still run in CI.
 """
 
-import os
+import dask
+import pytest
 
-# Under pytest-xdist each worker's numba, and every process its tests start, takes one share
-# of the cores: N workers of N threads each would oversubscribe the machine, and numba's
-# OpenMP threads then spin at the end of every parallel loop waiting for a descheduled one.
-# (Set before anything imports numba, which reads the variable once.)
-_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-if _WORKERS > 1 and "NUMBA_NUM_THREADS" not in os.environ:
-    os.environ["NUMBA_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // _WORKERS))
-
-import dask  # noqa: E402
-import pytest  # noqa: E402
-
-from gpuensembles.core import backend as _backend  # noqa: E402
+from gpuensembles.core import backend as _backend
 
 requires_gpu = pytest.mark.skipif(
     not (_backend.cuda_available() and not _backend.simulating_cuda()), reason="needs a CUDA GPU"
