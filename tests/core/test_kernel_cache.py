@@ -20,8 +20,11 @@ ROOT = Path(__file__).parent.parent.parent
 
 
 def fresh_process(cache_dir, *args, **env):
-    """Run ``tests/cache_checks.py`` in a new interpreter with ``cache_dir`` as the cache."""
-    settings = dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir), PYTHONPATH=str(ROOT))
+    """Run ``tests/cache_checks.py`` in a new interpreter with ``cache_dir`` as the cache (None:
+    the cache this process uses)."""
+    settings = dict(os.environ, PYTHONPATH=str(ROOT))
+    if cache_dir is not None:
+        settings["NUMBA_CACHE_DIR"] = str(cache_dir)
     settings.pop(cache.DISABLE_VARIABLE, None)
     settings.update(env)
     proc = subprocess.run([sys.executable, str(ROOT / "tests" / "cache_checks.py"), *args], env=settings,
@@ -34,11 +37,12 @@ def entries(cache_dir):
     return sorted(Path(cache_dir).rglob("*.nbc"))
 
 
-def test_a_second_process_loads_every_kernel_from_the_cache(tmp_path):
-    first = fresh_process(tmp_path)
-    assert first["compiled"] and first["compile_seconds"] > 0
-    assert all(misses >= 1 and hits == 0 for hits, misses in first["cache"].values())
-    second = fresh_process(tmp_path)
+def test_a_second_process_loads_every_kernel_from_the_cache():
+    # In the suite's own cache: what the first process compiles, the rest of the suite then
+    # loads (on two cores that is minutes). It may find some or all kernels there already;
+    # that a cold process compiles and writes is what the tests below check, on one example.
+    first = fresh_process(None)
+    second = fresh_process(None)
     assert second["compiled"] == []  # every registered example: nothing compiled at all
     assert second["compile_seconds"] == 0
     assert set(second["cache"]) == set(first["cache"])
