@@ -15,6 +15,10 @@ import warnings
 import numpy as np
 
 assert os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+# The simulator runs each CUDA thread as a Python thread and hands the interpreter lock on at
+# every block barrier; at Python's default 5 ms switch interval a block of 64 threads spends
+# most of its time waiting for its turn (the Ising cases ran 1.5-3x longer).
+sys.setswitchinterval(1e-4)
 
 import gpuensembles as ge  # noqa: E402
 from gpuensembles.core import backend as _backend  # noqa: E402
