@@ -362,6 +362,79 @@ def compiled(kernel, *args):
     return kernel.compile(tuple(kernel.typeof_pyval(a) for a in args))
 
 
+#: Off: :func:`prepared_launch` launches through the dispatcher (benchmarks compare the two).
+PREPARED_LAUNCHES = True
+
+
+def prepared_launch(kernel, griddim, blockdim, stream, args, varying):
+    """``go(*values)``: launch ``kernel[griddim, blockdim, stream](*args)`` with the arguments at
+    positions ``varying`` replaced by ``values`` (of the same types), the others converted once.
+
+    numba-cuda converts every argument at every launch: about 50 us of host time for a kernel
+    of 16 arguments, as long as an Ising half-sweep of a 16384^2 lattice takes on an H200, so
+    the GPU waited on the host. Converting once leaves a few microseconds per launch. Under
+    the CUDA simulator, with :data:`PREPARED_LAUNCHES` off, or where numba-cuda's launch
+    internals (``cuda.core.launch``, ``_Kernel._prepare_args``, ``driver._to_core_stream``, as in
+    numba-cuda 0.30) are not there, ``go`` launches through the dispatcher.
+
+    Parameters
+    ----------
+    kernel : numba-cuda dispatcher
+        A ``cuda.jit`` kernel.
+    griddim, blockdim : int or tuple
+        The launch configuration.
+    stream : numba stream
+        The stream of every launch.
+    args : sequence
+        The arguments of the first launch (their types select the compiled kernel).
+    varying : tuple of int
+        Positions of the arguments that ``go`` sets at each launch.
+
+    Returns
+    -------
+    callable
+        ``go(*values)``, one value per position of ``varying``; ``go.prepared`` says whether
+        it launches with the arguments converted once.
+    """
+    args = list(args)
+    dispatch = getattr(cuda_module(), "dispatcher", None)
+    to_core_stream = getattr(getattr(getattr(cuda_module(), "cudadrv", None), "driver", None), "_to_core_stream", None)
+    fast = PREPARED_LAUNCHES and not simulating_cuda() and to_core_stream is not None and all(
+        hasattr(dispatch, name) for name in ("launch", "LaunchConfig", "CUDA_CORE_GE_1_0"))
+
+    if not fast:
+        def go(*values):
+            for i, value in zip(varying, values):
+                args[i] = value
+            kernel[griddim, blockdim, stream](*args)
+
+        go.prepared = False
+        return go
+    compiled_kernel = compiled(kernel, *args)
+    types, kernelargs, spans, retr = compiled_kernel.argument_types, [], [], []
+    for ty, value in zip(types, args):
+        start = len(kernelargs)
+        compiled_kernel._prepare_args(ty, value, stream, retr, kernelargs)
+        spans.append(slice(start, len(kernelargs)))
+    griddim, blockdim = (tuple(d) + (1,) * (3 - len(d)) if isinstance(d, tuple) else (d, 1, 1)
+                         for d in (griddim, blockdim))
+    cooperative = "is_cooperative" if dispatch.CUDA_CORE_GE_1_0 else "cooperative_launch"
+    config = dispatch.LaunchConfig(grid=griddim, block=blockdim, shmem_size=0,
+                                   **{cooperative: compiled_kernel.cooperative})
+    function = compiled_kernel._codelibrary.get_cufunc().kernel
+    stream = to_core_stream(stream)
+
+    def go(*values):
+        for i, value in zip(varying, values):
+            one = []
+            compiled_kernel._prepare_args(types[i], value, stream, retr, one)
+            kernelargs[spans[i]] = one
+        dispatch.launch(stream, config, function, *kernelargs)
+
+    go.prepared = True
+    return go
+
+
 #: numba-cuda settings that change the code it generates.
 _CUDA_SETTINGS = ("OPT", "DEBUGINFO_DEFAULT", "BOUNDSCHECK", "FORCE_CUDA_CC", "CUDA_DEFAULT_PTX_CC", "FASTMATH")
 

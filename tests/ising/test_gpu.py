@@ -1,6 +1,8 @@
 """2D Ising on a real GPU (``pytest -m gpu``): bit-identical to the CPU backend on every
 path, exact finite-L thermodynamics, Binder crossing at beta_c, int8 vs multi-spin."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -72,3 +74,31 @@ def test_gpu_same_seed_same_result_any_chunking():
     chunked = ge.ising(chunks=1, **kw).compute()
     for name in whole.data_vars:
         np.testing.assert_array_equal(chunked[name].values, whole[name].values)
+
+
+def test_gpu_launched_sweeps_convert_their_arguments_once(monkeypatch):
+    # The launched path launches through prepared_launch: arguments converted once (numba-cuda's
+    # own launch converts all 16 at every half-sweep, ~50 us of host time). It must take that
+    # path on this numba-cuda, give the dispatcher's numbers bit for bit, and warn about nothing.
+    from gpuensembles.core import backend
+
+    launches = []
+    prepare = backend.prepared_launch
+
+    def recorded(*args, **kwargs):
+        launches.append(prepare(*args, **kwargs))
+        return launches[-1]
+
+    monkeypatch.setattr(lattices, "prepared_launch", recorded)
+    monkeypatch.setattr(lattices, "RESIDENT_MAX_L", 0)
+    kw = dict(L=[8, 200], beta=[0.3, 0.44], sweeps=30, thermalization=5, measure_every=3, realizations=40, seed=3,
+              backend="cuda", progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        prepared = ge.ising(**kw)
+    assert launches and all(go.prepared for go in launches)
+    monkeypatch.setattr(backend, "PREPARED_LAUNCHES", False)
+    through_dispatcher = ge.ising(**kw)
+    assert not launches[-1].prepared
+    for name in prepared.data_vars:
+        np.testing.assert_array_equal(prepared[name].values, through_dispatcher[name].values, err_msg=name)

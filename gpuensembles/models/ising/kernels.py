@@ -33,6 +33,7 @@ from ...core.backend import (
     kernel_options,
     launching,
     out_of_memory_as_memory_error,
+    prepared_launch,
     simulating_cuda,
     simulator_view,
 )
@@ -289,30 +290,33 @@ def resident_threads() -> int:
 
 def _lane_count_device():
     """``lane_count(w, buf)``: thread ``l`` of a full warp gets how many of the warp's 32
-    words have bit ``l`` set (a 32 x 32 bit transpose, then ``popc``).
+    words have bit ``l`` set.
 
-    On a GPU the transpose swaps blocks between lanes with ``shfl_xor_sync``; the CUDA
-    simulator has no warp shuffles, so there it goes through shared memory ``buf`` (every
-    thread of the block must then take part).
+    On a GPU: a 32 x 32 bit transpose that swaps blocks between lanes with
+    ``shfl_xor_sync``, then ``popc``. The CUDA simulator has no warp shuffles: there every
+    thread puts its word in shared memory ``buf`` and counts bit ``l`` over its warp's 32
+    words (two block barriers, where the five exchanges of the transpose would take ten;
+    every thread of the block must take part).
     """
     if simulating_cuda():
         @cuda.jit(device=True)
-        def exchange(w, j, buf):
+        def lane_count(w, buf):
             t = cuda.threadIdx.y * cuda.blockDim.x + cuda.threadIdx.x
-            buf[t] = w
+            buf[t] = np.uint32(w)
             cuda.syncthreads()
-            other = buf[t ^ j]
+            lane = t & 31
+            n = 0
+            for k in range(t - lane, t - lane + 32):
+                n += (buf[k] >> lane) & 1
             cuda.syncthreads()
-            return other
-    else:
-        @cuda.jit(device=True)
-        def exchange(w, j, buf):
-            # shfl_xor_sync takes signed or 64-bit words: move the bits as int32
-            return np.uint32(cuda.shfl_xor_sync(_ALL_LANES, np.int32(w), j))
+            return n
+
+        return lane_count
 
     @cuda.jit(device=True)
-    def swap(w, lane, j, mask, buf):
-        other = np.uint32(exchange(w, j, buf))
+    def swap(w, lane, j, mask):
+        # shfl_xor_sync takes signed or 64-bit words: move the bits as int32
+        other = np.uint32(cuda.shfl_xor_sync(_ALL_LANES, np.int32(w), j))
         if lane & j:
             return np.uint32((w & ~np.uint32(mask)) | ((other >> np.uint32(j)) & np.uint32(mask)))
         return np.uint32((w & np.uint32(mask)) | ((other & np.uint32(mask)) << np.uint32(j)))
@@ -322,7 +326,7 @@ def _lane_count_device():
         lane = cuda.threadIdx.x & 31
         w = np.uint32(w)
         for j, mask in _TRANSPOSE:
-            w = swap(w, lane, j, mask, buf)
+            w = swap(w, lane, j, mask)
         return cuda.popc(w)
 
     return lane_count
@@ -517,8 +521,7 @@ def cuda_runner(kind: str):
                                                                sweeps, every, n_systems, d_bins, d_series)
             else:
                 d_words = words_of(d_lattice, kind, S, cuda.device_array(0, np.uint32))
-                sweep = functools.partial(launch, stream, d_lattice, d_words, d_thr, d_counts, n_groups, L, S, strips,
-                                          seed, key, group0)
+                sweep = sweeper(stream, d_lattice, d_words, d_thr, d_counts, n_groups, L, S, strips, seed, key, group0)
                 i = 0
                 for t in range(therm + sweeps):
                     measured = t >= therm and (t - therm + 1) % every == 0
@@ -532,21 +535,30 @@ def cuda_runner(kind: str):
                 device.copy_to_host(host, stream=stream)
         stream.synchronize()
 
-    def launch(stream, d_lattice, d_words, d_thr, d_counts, n_groups, L, S, strips, seed, key, group0, t, measured):
-        """Sweep ``t`` (two half-sweep launches), then the measurement counts if ``measured``."""
+    def sweeper(stream, d_lattice, d_words, d_thr, d_counts, n_groups, L, S, strips, seed, key, group0):
+        """``sweep(t, measured)``: sweep ``t`` (two half-sweep launches per up to 65535 groups),
+        then the measurement counts if ``measured``; the launches' arguments are converted once."""
         block = (32, 2) if simulating_cuda() else (32, _BLOCK_ROWS)
+        row = items_per_row(kind, S)
+        kernel = half_sweep if multispin or S % 4 == 0 else half_sweep_sites
+        chunks = []
         for g0 in range(0, n_groups, _MAX_GRID_Z):
             z = min(_MAX_GRID_Z, n_groups - g0)
-            row = items_per_row(kind, S)
             grid = (-(-row // (32 * per_thread)), -(-L // block[1]), z)
-            kernel = half_sweep if multispin or S % 4 == 0 else half_sweep_sites
-            for c in range(2):
-                kernel[grid, block, stream](d_lattice, d_words, d_thr, c, row, g0, n_groups, L, S, strips, seed, key,
-                                            np.uint32(2 * t + c), group0, measured, d_counts)
-            if measured:
-                row = S if multispin else 1
-                grid = (-(-row // 32), -(-L // block[1]), z)
-                measure[grid, block, stream](d_lattice, row, g0, n_groups, L, S, strips, d_counts)
+            args = (d_lattice, d_words, d_thr, 0, row, g0, n_groups, L, S, strips, seed, key, np.uint32(0), group0,
+                    False, d_counts)
+            chunks.append((g0, z, prepared_launch(kernel, grid, block, stream, args, varying=(3, 12, 14))))
+
+        def sweep(t, measured):
+            for g0, z, half_sweep_launch in chunks:
+                for c in range(2):
+                    half_sweep_launch(c, np.uint32(2 * t + c), measured)
+                if measured:
+                    grid = (-(-(S if multispin else 1) // 32), -(-L // block[1]), z)
+                    measure[grid, block, stream](d_lattice, S if multispin else 1, g0, n_groups, L, S, strips,
+                                                 d_counts)
+
+        return sweep
 
     run.kernels = tuple(k for k in (half_sweep, half_sweep_sites, measure, record, resident) if k is not None)
     return run
