@@ -14,7 +14,8 @@ from gpuensembles.models.josephson import theory
 
 from .. import z_score
 
-OVERDAMPED = dict(V0=1.0, damping=1.0, gamma=0.5, h=1e-3, model="overdamped")
+# h = 2e-3: the discrete-monitoring bias (computed below) is still under 0.7 of 4 standard errors
+OVERDAMPED = dict(V0=1.0, damping=1.0, gamma=0.5, h=2e-3, model="overdamped")
 
 
 @pytest.mark.slow
@@ -44,7 +45,7 @@ def test_moderate_damping_arrhenius_slope_is_damping_times_barrier():
     damping, gamma = 1.0, 0.5
     barrier = float(theory.barrier(gamma))
     D = damping * barrier / np.array([3.0, 3.75, 4.5, 5.25, 6.0])
-    ds = ge.escape_times(damping=damping, gamma=gamma, D=D, h=0.01, realizations=2000, seed=5, backend="cpu")
+    ds = ge.escape_times(damping=damping, gamma=gamma, D=D, h=0.01, realizations=1200, seed=5, backend="cpu")
     fit = ds.fpt.kramers_fit(dim="D", form="arrhenius")
     assert abs(z_score(float(fit.slope), float(fit.slope_stderr), damping * barrier)) < 4
     assert float(fit.chi2) < fit.dof.item() + 4 * math.sqrt(2 * fit.dof.item())  # the form fits the data
@@ -85,7 +86,7 @@ def test_baoab_at_ten_times_the_step_matches_fine_euler():
     # speed escapes up visibly; BAOAB has no first-order heating.
     kw = dict(damping=0.2, gamma=0.5, D=0.2 * float(theory.barrier(0.5)) / 5, passage="next_well",
               realizations=2000, backend="cpu")
-    fine = ge.escape_times(**kw, h=0.0023, seed=11).fpt.mean()
+    fine = ge.escape_times(**{**kw, "realizations": 1000}, h=0.0023, seed=11).fpt.mean()  # 10x the steps
     baoab = ge.escape_times(**kw, h=0.023, integrator="baoab", seed=12).fpt.mean()
     coarse = ge.escape_times(**kw, h=0.023, seed=13).fpt.mean()
     args = [float(x) for x in (baoab["mean"], baoab["stderr"], fine["mean"], fine["stderr"])]

@@ -118,7 +118,7 @@ def test_overdamped_switching_matches_fulton_dunkleberger():
 def test_warm_start_gives_the_full_ramp_distribution_faster():
     # colder than OVERDAMPED: at theta = 0.1 a ramp from 0 already has a 1e-9 chance to
     # switch at gamma ~ 3e-4, so the warm start (rightly) could not skip anything
-    kw = dict(OVERDAMPED, D=0.05, dgamma=GAMMA_DOT * OVERDAMPED["h"], realizations=2000, backend="cpu")
+    kw = dict(OVERDAMPED, D=0.05, dgamma=GAMMA_DOT * OVERDAMPED["h"], realizations=1000, backend="cpu")
     ge.switching_currents(**{**kw, "realizations": 4}, seed=1)  # compile outside the timing
     t0 = time.perf_counter()
     full = ge.switching_currents(**kw, seed=5)
