@@ -257,7 +257,7 @@ COMMAND_LINES = {
 
 _HOSTILE_TOKENS = ["nan", "inf", "-inf", "-1", "0", "-0", "0.5", "1e400", "-1e400", "1e-400", "9223372036854775808",
                    "1e19", "2e62", "abc", "", " ", "0x10", "1,5", "1_0", "True", "None", "[]", "-abc", "--", "1e",
-                   "..", "/", "-2e7"]
+                   "..", "/", "-2e-7"]  # a negative number in exponent form (the CLI must not take it for an option)
 
 
 def _large_number(text: str) -> bool:
