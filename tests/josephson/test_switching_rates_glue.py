@@ -18,9 +18,10 @@ DGAMMA = 5e-7
 
 @pytest.mark.slow
 def test_rates_method_agrees_with_the_direct_ramp():
-    rates = ge.switching_currents(dgamma=DGAMMA, realizations=4000, method="rates", rel_error=0.1, backend="cpu",
+    # rel_error 0.15: the rate curve's cost grows as 1 / rel_error^2 (0.1 took 3.8e8 steps, 60% of the test)
+    rates = ge.switching_currents(dgamma=DGAMMA, realizations=4000, method="rates", rel_error=0.15, backend="cpu",
                                   progress=False, **CASE)
-    assert rates.rate.size <= 64 and np.all(rates.rate_stderr / rates.rate < 0.15)
+    assert rates.rate.size <= 64 and np.all(rates.rate_stderr / rates.rate < 0.2)
     assert float(rates.adiabaticity.max()) < 0.01
     # the direct ramp starts from the thermal state where the computed distribution is 1e-4: what
     # switches before that is beyond the resolution of 400 samples
@@ -28,8 +29,8 @@ def test_rates_method_agrees_with_the_direct_ramp():
     direct = ge.switching_currents(dgamma=DGAMMA, realizations=400, passage="next_well", start="thermal",
                                    gamma_start=start, backend="cpu", progress=False, **CASE)
     assert direct.switched.all()
-    # two-sample KS at level 1e-4 (the rates samples carry the rates' error too: 10% in Gamma moves the
-    # CDF by at most 0.1 (1 - P) E ~ 0.04, below the KS resolution of 400 samples at that level)
+    # two-sample KS at level 1e-4 (the rates samples carry the rates' error too: 15% in Gamma moves the
+    # CDF by at most 0.15 (1 - P) E ~ 0.06, below the KS resolution of 400 samples at that level, 0.12)
     result = stats.ks_2samp(rates.switching_current.values, direct.switching_current.values)
     assert result.pvalue > 1e-4, result
     # and the direct sample against the computed CDF itself
