@@ -7,7 +7,7 @@ Globally coupled noisy phase oscillators with ``w_i = 0``, ``K = 4`` and ``kT = 
 peak, and the order parameter approaches the mean-field value ``r`` solving
 ``r = I1(K r / kT) / I0(K r / kT)``. The mean-field path needs no host round trip per step::
 
-    python examples/kuramoto_fig4.py          # CPU size: 2^16 oscillators
+    python examples/kuramoto_fig4.py          # CPU size: 2^15 oscillators
     python examples/kuramoto_fig4.py --gpu    # the seed's 2^24 oscillators
 
 Writes kuramoto_fig4.nc and kuramoto_fig4.png.
@@ -31,7 +31,7 @@ def main(argv=None):
     parser.add_argument("--output", default="kuramoto_fig4")
     args = parser.parse_args(argv)
     K, kT = 4.0, 1.0
-    N = 1 << 24 if args.gpu else 1 << 16
+    N = 1 << 24 if args.gpu else 1 << 15
     ds = ge.kuramoto(N=N, K=K, frequencies="gaussian", width=0.0, kT=kT, h=0.01, steps=1000, sample_every=10,
                      bins=100, seed=5)
     ds.to_netcdf(f"{args.output}.nc")
