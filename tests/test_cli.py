@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -176,9 +177,11 @@ def test_langevin_and_kuramoto_commands(tmp_path, capsys):
 
 def test_ising_command(tmp_path, capsys):
     out = tmp_path / "ising.nc"
-    assert cli.main(["ising", "--L", "4", "8", "--beta", "0.3", "0.5", "--sweeps", "40", "--realizations", "4",
-                     "--bins", "4", "--seed", "2", "--backend", "cpu", "-o", str(out), "--plot",
-                     str(tmp_path / "u.png"), "--no-progress"]) == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the summary's table warned at every run (xarray's merge defaults)
+        assert cli.main(["ising", "--L", "4", "8", "--beta", "0.3", "0.5", "--sweeps", "40", "--realizations", "4",
+                         "--bins", "4", "--seed", "2", "--backend", "cpu", "-o", str(out), "--plot",
+                         str(tmp_path / "u.png"), "--no-progress"]) == 0
     direct = ge.ising(L=[4, 8], beta=[0.3, 0.5], sweeps=40, realizations=4, bins=4, seed=2, backend="cpu",
                       progress=False)
     np.testing.assert_array_equal(ge.open_dataset(out).bin_e.values, direct.bin_e.values)

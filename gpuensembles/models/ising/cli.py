@@ -1,6 +1,7 @@
 """Subcommand ``ising``."""
 
 import numpy as np
+import xarray as xr
 
 from ...core import commands
 from ...core.commands import add_parameter, integer, values
@@ -34,10 +35,11 @@ def summary(ds, seconds, output):
     sweeps = int(ds.attrs["sweeps"]) + int(ds.attrs["thermalization"])
     flips = sum(int(L) ** 2 for L in np.atleast_1d(ds.L.values)) * ds.beta.size * ds.realization.size * sweeps
     commands.header(ds, seconds, flips, "spin flips", output)
-    table = ds.ising.energy().rename(mean="e", stderr="e stderr").merge(
-        ds.ising.specific_heat().rename(mean="c", stderr="c stderr")).merge(
-        ds.ising.binder().rename(mean="U4", stderr="U4 stderr")).merge(ds.ising.exact().rename(
-            energy="e exact", specific_heat="c exact"))
+    # compat spelled out: xarray warns that its default will change (the columns share coordinates only)
+    table = xr.merge([ds.ising.energy().rename(mean="e", stderr="e stderr"),
+                      ds.ising.specific_heat().rename(mean="c", stderr="c stderr"),
+                      ds.ising.binder().rename(mean="U4", stderr="U4 stderr"),
+                      ds.ising.exact().rename(energy="e exact", specific_heat="c exact")], compat="no_conflicts")
     commands.print_table(table)
 
 
