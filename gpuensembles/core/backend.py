@@ -367,8 +367,10 @@ PREPARED_LAUNCHES = True
 
 
 def prepared_launch(kernel, griddim, blockdim, stream, args, varying):
-    """``go(*values)``: launch ``kernel[griddim, blockdim, stream](*args)`` with the arguments at
-    positions ``varying`` replaced by ``values`` (of the same types), the others converted once.
+    """Launch one kernel many times, converting the arguments that do not change only once.
+
+    ``go(*values)`` launches ``kernel[griddim, blockdim, stream](*args)`` with the arguments at
+    positions ``varying`` replaced by ``values`` (of the same types).
 
     numba-cuda converts every argument at every launch: about 50 us of host time for a kernel
     of 16 arguments, as long as an Ising half-sweep of a 16384^2 lattice takes on an H200, so
@@ -404,6 +406,7 @@ def prepared_launch(kernel, griddim, blockdim, stream, args, varying):
 
     if not fast:
         def go(*values):
+            """Launch through the dispatcher with ``values`` at the ``varying`` positions."""
             for i, value in zip(varying, values):
                 args[i] = value
             kernel[griddim, blockdim, stream](*args)
@@ -425,6 +428,7 @@ def prepared_launch(kernel, griddim, blockdim, stream, args, varying):
     stream = to_core_stream(stream)
 
     def go(*values):
+        """Launch with ``values`` converted at the ``varying`` positions, the rest as converted once."""
         for i, value in zip(varying, values):
             one = []
             compiled_kernel._prepare_args(types[i], value, stream, retr, one)
