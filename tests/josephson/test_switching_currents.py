@@ -102,7 +102,7 @@ def test_overdamped_switching_matches_fulton_dunkleberger():
     # twice the ramp rate of the other tests, from gamma = 0.3 (no switch among 5000 below 0.31):
     # 2.4x fewer steps; at 1/Gamma ~ 1/(2e-4 |d ln Gamma / d gamma|) ~ 250 time units against a
     # relaxation time ~ 1 the ramp is still adiabatic
-    h, gamma_start, n, gamma_dot = OVERDAMPED["h"], 0.3, 5000, 2 * GAMMA_DOT
+    h, gamma_start, n, gamma_dot = OVERDAMPED["h"], 0.3, 3000, 2 * GAMMA_DOT
     ds = ge.switching_currents(**OVERDAMPED, dgamma=gamma_dot * h, gamma_start=gamma_start, start="thermal",
                                realizations=n, seed=4, backend="cpu")
     assert ds.switched.all()
