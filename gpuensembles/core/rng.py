@@ -54,13 +54,15 @@ fjit = numba.jit(nopython=True, fastmath=FASTMATH)
 
 
 @jit
+def _mulhilo(a, m):
+    p = m * np.uint64(a)
+    return np.uint32(p >> _SHIFT32), np.uint32(p & _MASK32)
+
+
+@jit
 def _round(c0, c1, c2, c3, k0, k1):
-    p0 = _M0 * np.uint64(c0)
-    p1 = _M1 * np.uint64(c2)
-    hi0 = np.uint32(p0 >> _SHIFT32)
-    lo0 = np.uint32(p0 & _MASK32)
-    hi1 = np.uint32(p1 >> _SHIFT32)
-    lo1 = np.uint32(p1 & _MASK32)
+    hi0, lo0 = _mulhilo(c0, _M0)
+    hi1, lo1 = _mulhilo(c2, _M1)
     return (
         np.uint32(hi1 ^ c1 ^ k0),
         lo1,
