@@ -14,6 +14,8 @@ functions and a template wraps them once as a ``@cuda.jit`` kernel and once as a
 import contextlib
 import functools
 import os
+import re
+import threading
 import warnings
 from typing import Literal, get_args
 
@@ -60,6 +62,7 @@ def cuda_module():
                                     category=DeprecationWarning)
             from numba import cuda as numba_cuda
 
+        _filter_occupancy_hint()
         cuda = numba_cuda
     return cuda
 
@@ -250,6 +253,36 @@ def poll_counter(counter, run_stream, n_items, progress, interval=0.2):
 #: numba-cuda's hint for grids of fewer than 128 blocks (its message, after any highlighting).
 _LOW_OCCUPANCY = r".*Grid size \d+ will likely result in GPU under-utilization"
 _timer = None  # the active KernelTimer, if any
+_launch_sites = threading.local()  # depth: how many launching() blocks this thread is in
+_hint_filtered = False  # numba-cuda's hint goes through _filter_occupancy_hint's warn
+
+
+def _filter_occupancy_hint():
+    """Drop numba-cuda's low-occupancy hint inside this thread's :func:`launching` blocks.
+
+    ``warnings.catch_warnings`` cannot do it for chunks run on several threads (dask's
+    threaded scheduler): it swaps the process-wide filter list, so one thread leaving its
+    block restores the filters while another is launching, and the hint reaches the user.
+    numba-cuda raises the hint through the ``warn`` its dispatcher module imported; that
+    name is wrapped here to drop the hint when the calling thread is inside a launch site,
+    and to pass every other warning on unchanged.
+    """
+    global _hint_filtered
+    try:
+        from numba.cuda import dispatcher
+    except ImportError:  # the CUDA simulator, or a numba-cuda laid out differently
+        return
+    original = getattr(dispatcher, "warn", None)
+    if original is not warnings.warn:
+        return
+
+    def warn(message, category=None, stacklevel=1, **kwargs):
+        if getattr(_launch_sites, "depth", 0) and re.match(_LOW_OCCUPANCY, str(message)):
+            return
+        original(message, category, stacklevel + 1, **kwargs)
+
+    dispatcher.warn = warn
+    _hint_filtered = True
 
 
 class KernelTimer:
@@ -313,7 +346,8 @@ def launching(name: str, stream=0):
     """Wrap the kernel launches of one site: ``with launching("walks", stream): kernel[...](...)``.
 
     It keeps numba-cuda's low-occupancy hint from reaching the user (small chunks give small
-    grids on purpose) and, while a :func:`kernel_timer` is active, records a CUDA event on
+    grids on purpose; also when chunks launch from several threads at once) and, while a
+    :func:`kernel_timer` is active, records a CUDA event on
     ``stream`` before and after the launches, under ``name``.
 
     Parameters
@@ -327,13 +361,17 @@ def launching(name: str, stream=0):
     ------
     None
     """
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=_LOW_OCCUPANCY, category=Warning)
-        if _timer is None:
+    _launch_sites.depth = getattr(_launch_sites, "depth", 0) + 1
+    try:
+        with contextlib.ExitStack() as stack:
+            if not _hint_filtered or simulating_cuda():  # the simulator's tests raise the hint themselves
+                stack.enter_context(warnings.catch_warnings())
+                warnings.filterwarnings("ignore", message=_LOW_OCCUPANCY, category=Warning)
+            if _timer is not None:
+                stack.enter_context(_timer._span(name, stream))
             yield
-        else:
-            with _timer._span(name, stream):
-                yield
+    finally:
+        _launch_sites.depth -= 1
 
 
 # --------------------------------------------------------------------------- kernel cache

@@ -3,6 +3,8 @@
 import os
 import subprocess
 import sys
+import threading
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +38,45 @@ def test_unknown_backend_names_the_parameter(name):
 def test_cpu_needs_no_gpu():
     assert backend.resolve("cpu") == "cpu"
     assert "CPU" in backend.device_name("cpu")
+
+
+HINT = "Grid size 3 will likely result in GPU under-utilization due to low occupancy."
+
+
+def test_the_occupancy_hint_is_dropped_in_launch_sites_only_in_their_own_thread():
+    # Chunks on dask's threads launch at once. A process-wide catch_warnings in one thread's
+    # launch site would also drop the hint of a user's own launch in another thread, and is
+    # undone for the other launch sites when the first thread leaves its own.
+    from numba.cuda.core.errors import NumbaPerformanceWarning
+
+    backend.cuda_module()
+    from numba.cuda import dispatcher  # where numba-cuda raises the hint
+
+    inside, user_done = threading.Event(), threading.Event()
+
+    def package_launch_site():
+        with backend.launching("test"):
+            inside.set()
+            user_done.wait()
+            dispatcher.warn(NumbaPerformanceWarning(HINT))
+            dispatcher.warn(UserWarning("not a hint"))
+
+    def user_launch():
+        inside.wait()
+        dispatcher.warn(NumbaPerformanceWarning(HINT))
+        user_done.set()
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        threads = [threading.Thread(target=package_launch_site), threading.Thread(target=user_launch)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+    messages = [str(w.message) for w in seen]
+    assert sum("Grid size" in m for m in messages) == 1  # the user's, not the package's
+    assert sum(m == "not a hint" for m in messages) == 1
+    assert all(w.filename == __file__ for w in seen)  # attributed to the caller of warn, as unwrapped
 
 
 NUMPY_2_5 = """
