@@ -20,9 +20,14 @@ def _reference(dE4, dE8, p4, p8, seed, key, half_sweep, site, group):
     return accepted
 
 
+def _accept(dE4, dE8, table, *args):
+    return physics.accept_lanes(np.uint32(dE4 | dE8), np.uint32(dE4), np.uint32(0), table, 0, *args, 0,
+                                physics.BLOCKS)
+
+
 def test_accept_lanes_matches_the_lane_by_lane_reference():
     rng = np.random.default_rng(3)
-    checked = 0
+    checked = deferred = 0
     for trial in range(400):
         beta = rng.uniform(0.0, 1.2, 32)
         p4, p8 = physics.thresholds(beta)
@@ -33,11 +38,19 @@ def test_accept_lanes_matches_the_lane_by_lane_reference():
         dE4 = np.uint32(candidates & ~dE8)
         seed, key = np.uint32(rng.integers(0, 2**32)), np.uint32(rng.integers(0, 2**32))
         args = (seed, key, int(trial), int(rng.integers(0, 2**20)), int(rng.integers(0, 64)))
-        got = physics.accept_lanes(dE4, dE8, table, 0, *args)
+        got, left = _accept(dE4, dE8, table, *args)
         assert int(got) == _reference(int(dE4), int(dE8), p4, p8, *args)
-        assert int(got) & ~int(dE4 | dE8) == 0
+        assert int(got) & ~int(dE4 | dE8) == 0 and left == 0
+        # as the GPU kernels take it: the first blocks, then the lanes left from where they stopped
+        for split in (1, physics.HEAD_BLOCKS):
+            head, undecided = physics.accept_lanes(dE4 | dE8, dE4, np.uint32(0), table, 0, *args, 0, split)
+            assert int(head) & int(undecided) == 0
+            tail, left = physics.accept_lanes(undecided, undecided & dE4, head, table, 0, *args, split,
+                                              physics.BLOCKS)
+            assert tail == got and left == 0
+            deferred += bin(int(undecided)).count("1")
         checked += bin(int(candidates)).count("1")
-    assert checked > 5000
+    assert checked > 5000 and deferred > 300
 
 
 def test_accept_lanes_accepts_with_probability_p():
@@ -46,9 +59,9 @@ def test_accept_lanes_accepts_with_probability_p():
         p4, p8 = physics.thresholds(np.full(32, beta))
         table = np.concatenate([physics.bit_planes(p4), physics.bit_planes(p8)])
         n = 20_000
-        hits4 = sum(int(physics.accept_lanes(np.uint32(1 << 7), np.uint32(0), table, 0, 9, 5, t, 11, 0)) >> 7
+        hits4 = sum(int(_accept(1 << 7, 0, table, 9, 5, t, 11, 0)[0]) >> 7
                     for t in range(n))
-        hits8 = sum(int(physics.accept_lanes(np.uint32(0), np.uint32(1 << 30), table, 0, 9, 5, t, 11, 0)) >> 30
+        hits8 = sum(int(_accept(0, 1 << 30, table, 9, 5, t, 11, 0)[0]) >> 30
                     for t in range(n))
         for hits, p in ((hits4, p4[0]), (hits8, p8[0])):
             q = float(p) / 2**32

@@ -70,6 +70,20 @@ def _update_word(lattice, words, base, tbase, c, y, j, L, S, strips, thr, seed, 
 
 
 @metropolis.jit
+def _update_word_head(lattice, base, c, y, j, L, S, strips, thr, seed, key, hs, group):
+    return metropolis.update_word_head(lattice, base, 0, c, y, j, L, S, strips, thr, seed, key, hs, group)
+
+
+@metropolis.jit
+def _finish_word(lattice, at, undecided, dE4, thr, seed, key, hs, site, group):
+    """Decide the lanes :func:`_update_word_head` left undecided and flip the accepted ones."""
+    accepted, _ = metropolis.accept_lanes(undecided, dE4, np.uint32(0), thr, 0, seed, key, hs, site, group,
+                                          metropolis.HEAD_BLOCKS, metropolis.BLOCKS)
+    lattice[at] = np.uint32(lattice[at] ^ accepted)
+    return accepted
+
+
+@metropolis.jit
 def _update_quad_words(lattice, words, base, tbase, c, y, q, L, S, strips, thr, seed, key, hs, group):
     # S % 4 == 0: the quad is one aligned uint32 of ``words``
     return metropolis.update_quad_words(words, base >> 2, tbase, c, y, q, L, S >> 2, thr, seed, key, hs, group)
@@ -255,16 +269,22 @@ _ALL_LANES = 0xFFFFFFFF
 _TRANSPOSE = ((16, 0x0000FFFF), (8, 0x00FF00FF), (4, 0x0F0F0F0F), (2, 0x33333333), (1, 0x55555555))
 
 #: Update items per thread of the launched half-sweep kernel: one-off work (thresholds, key
-#: schedule, row indices) is shared by that many items. On an H200 (16384^2), 4 items beat 1
-#: by 15% (multi-spin) and 30% (int8); 8 gained nothing more.
-_ITEMS_PER_THREAD = {"multispin": 4, "int8": 4}
+#: schedule, row indices, finishing the words set aside) is shared by that many items. On an
+#: H200 (16384^2, one session), multi-spin: 8 items 2251-2260 flips/ns, 4 items 2092, 16 items
+#: 2144; int8: 4 items beat 1 by 30%, 8 gained nothing more.
+_ITEMS_PER_THREAD = {"multispin": 8, "int8": 4}
 #: Rows per block of the launched kernels (blocks of 32 x _BLOCK_ROWS threads): 4 was a
 #: little faster than 8 on an H200, for both kernels.
 _BLOCK_ROWS = 4
 
+#: Room for the words the resident multi-spin kernel sets aside (shared memory, 12 bytes each)
+#: to finish them together at the end of a half-sweep: ~10 % of its words have lanes left after
+#: ``HEAD_BLOCKS`` at beta_c, more at larger beta; a word that finds no room is finished at once.
+_SET_ASIDE = 512
 #: Largest lattice the resident multi-spin kernel keeps in shared memory (``4 L^2`` bytes
-#: per group of 32 lattices, within the 48 KiB every GPU grants without opting in).
-RESIDENT_MAX_L = 110
+#: per group of 32 lattices, with the words set aside within the 48 KiB every GPU grants
+#: without opting in).
+RESIDENT_MAX_L = 102
 
 
 def resident_threads() -> int:
@@ -276,8 +296,9 @@ def resident_threads() -> int:
     multiprocessor's 65536 registers only at ``32768 / T`` registers per thread or fewer (else
     the 256 blocks take two waves), so 512 or 1024 threads need the ``ising_resident`` cap
     ``GPUENSEMBLES_REGISTER_LIMITS=ising_resident=64`` or ``=32``. The default, 512 threads
-    under a cap of 64, ran ensemble mode at 96.8% of the large-lattice rate on an H200, against
-    91.2% for 256 threads uncapped and 95.4% for 1024 under 32 (``benchmarks/gpu_issue19.sh``).
+    under a cap of 64, ran ensemble mode at 1909 flips/ns on an H200, against 1839 for 256
+    threads uncapped and 1721 for 1024 under 32 (one session, with words set aside; before
+    that change the three ran at 96.8%, 91.2% and 95.4% of the then large-lattice rate).
     """
     text = os.environ.get(RESIDENT_THREADS_VARIABLE, "")
     if not text:
@@ -351,6 +372,60 @@ def cuda_runner(kind: str):
     lane_count = _lane_count_device()
     buf_size = 1024 if simulating_cuda() else 1
 
+    head = device(_update_word_head)
+    finish_word = device(_finish_word)
+
+    def setting_aside(room_checked):
+        """``update(lat, base, c, y, j, L, S, strips, thr, seed, key, hs, group, aside, n_aside)``.
+
+        The word's first HEAD_BLOCKS Philox blocks; a word with lanes still undecided (~10 %
+        at beta_c) is set aside in ``aside`` for finish_set_aside: every thread of a warp then
+        waits for two blocks, not for the slowest word of the warp (up to eight). With
+        ``room_checked`` a word that finds ``aside`` full is finished at once (the resident
+        kernel, whose half-sweeps can outnumber its room); without, ``aside`` must hold every
+        word of a half-sweep (the launched kernel: that check cost it 2 % on an H200).
+        """
+
+        @cuda.jit(device=True)
+        def update(lat, base, c, y, j, L, S, strips, thr, seed, key, hs, group, aside, n_aside):
+            w, s, flip, undecided, dE4 = head(lat, base, c, y, j, L, S, strips, thr, seed, key, hs, group)
+            lat[w] = np.uint32(s ^ flip)
+            if undecided != 0:
+                slot = cuda.atomic.add(n_aside, 0, 1)
+                if not room_checked or slot < aside.shape[0]:
+                    aside[slot, 0] = np.uint32(w - base)
+                    aside[slot, 1] = undecided
+                    aside[slot, 2] = dE4
+                else:
+                    flip |= np.uint32(finish_word(lat, w, undecided, dE4, thr, seed, key, hs, y * S + j, group))
+            return flip
+
+        return update
+
+    @cuda.jit(device=True)
+    def finish_set_aside(lat, base, c, L, S, thr, seed, key, hs, group, aside, n_aside, count, buf):
+        # Every thread of the block: the words set aside so far, spread over all threads;
+        # returns the flips of this thread's lane in them (when counting).
+        cuda.syncthreads()
+        n = min(n_aside[0], aside.shape[0])
+        cuda.syncthreads()
+        t = cuda.threadIdx.y * cuda.blockDim.x + cuda.threadIdx.x
+        nt = cuda.blockDim.x * cuda.blockDim.y
+        if t == 0:
+            n_aside[0] = 0
+        colour = np.uint32(c * L * S)
+        flips = 0
+        for e in range(t, n + nt - 1 - (n + nt - 1) % nt, nt):  # the same rounds for all threads
+            f = np.uint32(0)
+            if e < n:
+                k = aside[e, 0]
+                f = np.uint32(finish_word(lat, base + k, aside[e, 1], aside[e, 2], thr, seed, key, hs,
+                                          np.uint32(k - colour), group))
+            if count:
+                flips += lane_count(f, buf)
+        cuda.syncthreads()
+        return flips
+
     @cuda.jit(device=True)
     def load_thresholds(planes, thr, g, n_groups):
         # The block's group's thresholds, read once into shared memory (a while loop in
@@ -361,6 +436,9 @@ def cuda_runner(kind: str):
                 planes[t] = thr[g * stride + t]
                 t = np.uint32(t + np.uint32(cuda.blockDim.x * cuda.blockDim.y))
         cuda.syncthreads()
+
+    launched_update, resident_update = setting_aside(False), setting_aside(True)
+    launched_room = per_thread * 32 * _BLOCK_ROWS  # every word of a launched block
 
     def half_sweep_kernel(update):
         # int8 has two: four sites per uint32 (S % 4 == 0) and site by site. The first alone
@@ -376,6 +454,10 @@ def cuda_runner(kind: str):
             g = g0 + cuda.blockIdx.z
             if multispin:  # 64 bit planes, read bit-serially: shared memory
                 table = cuda.shared.array(64, dtype=numba.uint32)
+                aside = cuda.shared.array((launched_room, 3), dtype=numba.uint32)
+                n_aside = cuda.shared.array(1, dtype=numba.int32)
+                if cuda.threadIdx.x == 0 and cuda.threadIdx.y == 0:
+                    n_aside[0] = 0
                 load_thresholds(table, thr, g, n_groups)
                 tbase = 0
             else:  # two thresholds: straight from global memory, no barrier
@@ -388,18 +470,24 @@ def cuda_runner(kind: str):
             for _ in range(per_thread):
                 f = np.uint32(0)
                 if active and q < np.uint32(row):
-                    f = np.uint32(update(lattice, words, base, tbase, c, y, q, L, S, strips, table, seed, key, hs,
-                                         group0 + g))
+                    if multispin:
+                        f = launched_update(lattice, base, c, y, q, L, S, strips, table, seed, key, hs, group0 + g,
+                                            aside, n_aside)
+                    else:
+                        f = np.uint32(update(lattice, words, base, tbase, c, y, q, L, S, strips, table, seed, key,
+                                             hs, group0 + g))
                 if count:
                     n += lane_count(f, buf) if multispin else f
                 q = np.uint32(q + np.uint32(32))
+            if multispin:
+                n += finish_set_aside(lattice, base, c, L, S, table, seed, key, hs, group0 + g, aside, n_aside, count,
+                                      buf)
             if count and g < n_groups and n > 0:
                 cuda.atomic.add(counts, (g, cuda.threadIdx.x & 31 if multispin else 0, 2), np.int64(n))
 
         return half_sweep
 
-    update = device(_update_word)
-    half_sweep = half_sweep_kernel(update if multispin else device(_update_quad_words))
+    half_sweep = half_sweep_kernel(device(_update_word if multispin else _update_quad_words))
     half_sweep_sites = None if multispin else half_sweep_kernel(device(_update_quad_sites))
 
     @cached
@@ -445,11 +533,15 @@ def cuda_runner(kind: str):
         tally = cuda.shared.array((_COUNTS, 32), dtype=numba.int32)
         buf = cuda.shared.array(buf_size, dtype=numba.uint32)
         planes = cuda.shared.array(64, dtype=numba.uint32)
+        aside = cuda.shared.array((_SET_ASIDE, 3), dtype=numba.uint32)
+        n_aside = cuda.shared.array(1, dtype=numba.int32)
         thr, bins, series = view(thr), view(bins), view(series)
         g = cuda.blockIdx.x
         tid = cuda.threadIdx.x
         nt = cuda.blockDim.x
         words = L * S
+        if tid == 0:
+            n_aside[0] = 0
         load_thresholds(planes, thr, g, g + 1)
         for i in range(tid, 2 * words, nt):
             sh[i] = lattice[g * 2 * words + i]
@@ -464,16 +556,18 @@ def cuda_runner(kind: str):
             measured = t >= therm and (t - therm + 1) % every == 0
             flips = 0
             for c in range(2):
+                hs = np.uint32(2 * t + c)
                 for r in range(rounds):
                     k = np.uint32(r * nt + tid)
                     f = np.uint32(0)
                     if k < words:
                         y = k // np.uint32(S)  # 32-bit division: far cheaper than 64-bit on a GPU
-                        f = np.uint32(update(sh, sh, 0, 0, c, y, k - y * np.uint32(S), L, S, False, planes, seed, key,
-                                             np.uint32(2 * t + c), group0 + g))
+                        f = resident_update(sh, 0, c, y, k - y * np.uint32(S), L, S, False, planes, seed, key, hs,
+                                            group0 + g, aside, n_aside)
                     if measured:
                         flips += lane_count(f, buf)
-                cuda.syncthreads()
+                flips += finish_set_aside(sh, 0, c, L, S, planes, seed, key, hs, group0 + g, aside, n_aside,
+                                          measured, buf)
             if measured:
                 down = 0
                 anti = 0

@@ -30,7 +30,10 @@ the most significant bit: word ``k`` of the random stream supplies bit ``k`` of 
 lane's own ``U``, a lane is decided at the first bit where ``U`` and ``P`` differ, and
 the loop stops once every lane is decided (on average after two bits per lane; at most
 32). Every lane thus compares its own independent 32-bit uniform with ``P``, exactly as
-the int8 kernel does: no random bit ever feeds two decisions.
+the int8 kernel does: no random bit ever feeds two decisions. The GPU kernels read the
+first two Philox blocks (8 bits) of every word and set the ~10 % of words with a lane still
+undecided aside, to finish them all together (:func:`update_word_head`): the 32 threads of a
+warp then no longer wait for its slowest word. Same numbers, same decisions.
 
 Randomness: Philox4x32-10 with key ``(seed, L | tag << 28)`` and counter ``(half-sweep,
 block, site, group)``; a lattice's numbers depend only on the seed, ``L``, its group and
@@ -180,6 +183,13 @@ def classify(x0, x1, x2, x3):
     return two_or_more, exactly_one, none
 
 
+#: Philox blocks (four bit planes each) that can decide a lane: 32 planes, the whole ``U``.
+BLOCKS = 8
+#: Blocks a GPU kernel reads for every word before it sets a word with lanes still undecided
+#: aside (:func:`update_word_head`): after 8 planes ~10 % of words at beta_c still have one.
+HEAD_BLOCKS = 2  # the two calls of update_word_head
+
+
 @jit
 def _compare_bit(undecided, accepted, r, t):
     # Lanes still undecided whose U bit is 0 where P's is 1 have U < P: accept.
@@ -189,33 +199,74 @@ def _compare_bit(undecided, accepted, r, t):
 
 
 @jit
-def accept_lanes(dE4, dE8, thr, tbase, seed, key, half_sweep, site, group):
-    """Lanes of ``dE4 | dE8`` whose own 32-bit uniform falls below their threshold.
+def _plane(thr, k, dE4):
+    """Bit plane ``k`` of each lane's threshold: P4's where ``dE4`` is set, else P8's."""
+    return np.uint32((thr[k] & dE4) | (thr[k + _U(32)] & (dE4 ^ ALL_ONES)))
 
-    ``thr[tbase + k]`` / ``thr[tbase + 32 + k]`` are bit plane ``k`` (from the most
-    significant bit) of the lanes' thresholds for dE = 4 / 8.
+
+@jit
+def _compare_block(undecided, dE4, accepted, thr, tbase, seed, key, half_sweep, site, group, block):
+    """Bit planes ``4 block .. 4 block + 3`` of :func:`accept_lanes`."""
+    r0, r1, r2, r3 = philox4x32(half_sweep, block, site, group, seed, key)
+    k = _U(tbase + 4 * block)
+    undecided, accepted = _compare_bit(undecided, accepted, r0, _plane(thr, k, dE4))
+    undecided, accepted = _compare_bit(undecided, accepted, r1, _plane(thr, k + _U(1), dE4))
+    undecided, accepted = _compare_bit(undecided, accepted, r2, _plane(thr, k + _U(2), dE4))
+    undecided, accepted = _compare_bit(undecided, accepted, r3, _plane(thr, k + _U(3), dE4))
+    return accepted, undecided
+
+
+@jit
+def accept_lanes(undecided, dE4, accepted, thr, tbase, seed, key, half_sweep, site, group, first, last):
+    """Compare the ``undecided`` lanes' own 32-bit uniforms with their thresholds, Philox blocks
+    ``first`` to ``last`` (bit planes ``4 first`` to ``4 last - 1``, from the most significant).
+
+    Lanes of ``dE4`` have ``dE = 4``, the other undecided ones ``dE = 8``; ``thr[tbase + k]`` /
+    ``thr[tbase + 32 + k]`` are bit plane ``k`` of the lanes' thresholds for dE = 4 / 8.
+    Returns ``(accepted, undecided)``: ``accepted`` with the lanes found below their threshold
+    added, and the lanes whose bits so far equal the threshold's. Stops early once every lane
+    is decided; over all blocks (``first = 0``, ``last = BLOCKS``) no lane is left undecided
+    (``U = P`` is not below). Splitting the blocks over two calls gives the same lanes.
     """
-    undecided = np.uint32(dE4 | dE8)
-    accepted = np.uint32(0)
-    block = 0
-    while undecided != 0 and block < 8:
-        r0, r1, r2, r3 = philox4x32(half_sweep, block, site, group, seed, key)
-        k = _U(tbase + 4 * block)
-        undecided, accepted = _compare_bit(undecided, accepted, r0, (thr[k] & dE4) | (thr[k + _U(32)] & dE8))
-        undecided, accepted = _compare_bit(undecided, accepted, r1, (thr[k + _U(1)] & dE4) | (thr[k + _U(33)] & dE8))
-        undecided, accepted = _compare_bit(undecided, accepted, r2, (thr[k + _U(2)] & dE4) | (thr[k + _U(34)] & dE8))
-        undecided, accepted = _compare_bit(undecided, accepted, r3, (thr[k + _U(3)] & dE4) | (thr[k + _U(35)] & dE8))
+    block = first
+    while undecided != 0 and block < last:
+        accepted, undecided = _compare_block(undecided, dE4, accepted, thr, tbase, seed, key, half_sweep, site, group,
+                                             block)
         block += 1
-    return accepted
+    return accepted, undecided
+
+
+@jit
+def _classified(lat, base, c, y, j, L, S, strips):
+    """Index and value of word ``(y, j)`` of colour ``c``, its lanes with ``dE <= 0`` and
+    those with ``dE > 0`` (the undecided ones), of which those at ``dE = 4``."""
+    w, s, x0, x1, x2, x3 = _word_and_neighbours(lat, base, c, y, j, L, S, strips)
+    two_or_more, dE4, dE8 = classify(x0, x1, x2, x3)
+    return w, s, two_or_more, np.uint32(dE4 | dE8), dE4
+
+
+@jit
+def update_word_head(lat, base, tbase, c, y, j, L, S, strips, thr, seed, key, half_sweep, group):
+    """The first ``HEAD_BLOCKS`` (two) Philox blocks of :func:`update_word`, both always read
+    (no branch: a GPU runs their two generators side by side), nothing written.
+
+    Returns ``(index, word, flip, undecided, dE4)``: the word's array index and value, the
+    lanes decided to flip so far, and the lanes still undecided with those of them at dE = 4
+    (finish them with :func:`accept_lanes` from block ``HEAD_BLOCKS``, site ``y S + j``).
+    """
+    w, s, flip, undecided, dE4 = _classified(lat, base, c, y, j, L, S, strips)
+    site = y * S + j
+    flip, undecided = _compare_block(undecided, dE4, flip, thr, tbase, seed, key, half_sweep, site, group, 0)
+    flip, undecided = _compare_block(undecided, dE4, flip, thr, tbase, seed, key, half_sweep, site, group, 1)
+    return w, s, flip, undecided, np.uint32(undecided & dE4)
 
 
 @jit
 def update_word(lat, base, tbase, c, y, j, L, S, strips, thr, seed, key, half_sweep, group):
     """Metropolis update of word ``(y, j)`` of colour ``c`` of the group stored from ``lat[base]``
     (thresholds from ``thr[tbase]``); returns the flipped lanes."""
-    w, s, x0, x1, x2, x3 = _word_and_neighbours(lat, base, c, y, j, L, S, strips)
-    two_or_more, dE4, dE8 = classify(x0, x1, x2, x3)
-    flip = np.uint32(two_or_more | accept_lanes(dE4, dE8, thr, tbase, seed, key, half_sweep, y * S + j, group))
+    w, s, flip, undecided, dE4 = _classified(lat, base, c, y, j, L, S, strips)
+    flip, _ = accept_lanes(undecided, dE4, flip, thr, tbase, seed, key, half_sweep, y * S + j, group, 0, BLOCKS)
     lat[w] = np.uint32(s ^ flip)
     return flip
 
