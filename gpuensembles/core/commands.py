@@ -89,7 +89,8 @@ def run_options(args: argparse.Namespace) -> dict:
 def print_estimate(steps: float, backend_name: str, what: str, advice: str):
     """Print a work estimate to stderr: the steps, and minutes or hours at a typical rate.
 
-    Rates: about 3e11 steps/s on a GPU, 5e7 per CPU thread (numba's threads).
+    Rates: about 3e11 steps/s on a GPU, 1e7 per CPU thread (numba's threads): the README's
+    main job (underdamped escape times) ran at 0.9e7 steps/s per thread on a 2-core machine.
 
     Parameters
     ----------
@@ -102,7 +103,7 @@ def print_estimate(steps: float, backend_name: str, what: str, advice: str):
     advice : str
         What to change when the run takes more than an hour.
     """
-    speed = 3e11 if backend.resolve(backend_name) == "cuda" else 5e7 * numba.config.NUMBA_NUM_THREADS
+    speed = 3e11 if backend.resolve(backend_name) == "cuda" else 1e7 * numba.config.NUMBA_NUM_THREADS
     seconds = steps / speed
     if seconds < 3600:
         print(f"estimate: ~{steps:.2g} steps ({what}); about {seconds / 60:.2g} min at ~{speed:.0e} steps/s",
