@@ -391,7 +391,7 @@ def cuda_runner(kind: str):
             w, s, flip, undecided, dE4 = head(lat, base, c, y, j, L, S, strips, thr, seed, key, hs, group)
             lat[w] = np.uint32(s ^ flip)
             if undecided != 0:
-                slot = cuda.atomic.add(n_aside, 0, 1)
+                slot = cuda.atomic.add(n_aside, c, 1)
                 if not room_checked or slot < aside.shape[0]:
                     aside[slot, 0] = np.uint32(w - base)
                     aside[slot, 1] = undecided
@@ -404,15 +404,16 @@ def cuda_runner(kind: str):
 
     @cuda.jit(device=True)
     def finish_set_aside(lat, base, c, L, S, thr, seed, key, hs, group, aside, n_aside, count, buf):
-        # Every thread of the block: the words set aside so far, spread over all threads;
-        # returns the flips of this thread's lane in them (when counting).
+        # Every thread of the block: the words of colour c set aside (counted in n_aside[c]),
+        # spread over all threads; returns the flips of this thread's lane in them (when
+        # counting). The other colour's count is reset here: every thread read it before the
+        # barrier that ended its finishing, and it is counted again only after the one below.
         cuda.syncthreads()
-        n = min(n_aside[0], aside.shape[0])
-        cuda.syncthreads()
+        n = min(n_aside[c], aside.shape[0])
         t = cuda.threadIdx.y * cuda.blockDim.x + cuda.threadIdx.x
         nt = cuda.blockDim.x * cuda.blockDim.y
         if t == 0:
-            n_aside[0] = 0
+            n_aside[1 - c] = 0
         colour = np.uint32(c * L * S)
         flips = 0
         for e in range(t, n + nt - 1 - (n + nt - 1) % nt, nt):  # the same rounds for all threads
@@ -455,9 +456,9 @@ def cuda_runner(kind: str):
             if multispin:  # 64 bit planes, read bit-serially: shared memory
                 table = cuda.shared.array(64, dtype=numba.uint32)
                 aside = cuda.shared.array((launched_room, 3), dtype=numba.uint32)
-                n_aside = cuda.shared.array(1, dtype=numba.int32)
+                n_aside = cuda.shared.array(2, dtype=numba.int32)  # words set aside, by colour
                 if cuda.threadIdx.x == 0 and cuda.threadIdx.y == 0:
-                    n_aside[0] = 0
+                    n_aside[0] = n_aside[1] = 0
                 load_thresholds(table, thr, g, n_groups)
                 tbase = 0
             else:  # two thresholds: straight from global memory, no barrier
@@ -534,14 +535,14 @@ def cuda_runner(kind: str):
         buf = cuda.shared.array(buf_size, dtype=numba.uint32)
         planes = cuda.shared.array(64, dtype=numba.uint32)
         aside = cuda.shared.array((_SET_ASIDE, 3), dtype=numba.uint32)
-        n_aside = cuda.shared.array(1, dtype=numba.int32)
+        n_aside = cuda.shared.array(2, dtype=numba.int32)  # words set aside, by colour
         thr, bins, series = view(thr), view(bins), view(series)
         g = cuda.blockIdx.x
         tid = cuda.threadIdx.x
         nt = cuda.blockDim.x
         words = L * S
         if tid == 0:
-            n_aside[0] = 0
+            n_aside[0] = n_aside[1] = 0
         load_thresholds(planes, thr, g, g + 1)
         for i in range(tid, 2 * words, nt):
             sh[i] = lattice[g * 2 * words + i]
