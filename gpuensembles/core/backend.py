@@ -463,15 +463,15 @@ def prepared_launch(kernel, griddim, blockdim, stream, args, varying):
     config = dispatch.LaunchConfig(grid=griddim, block=blockdim, shmem_size=0,
                                    **{cooperative: compiled_kernel.cooperative})
     function = compiled_kernel._codelibrary.get_cufunc().kernel
-    stream = to_core_stream(stream)
+    core_stream = to_core_stream(stream)
 
     def go(*values):
         """Launch with ``values`` converted at the ``varying`` positions, the rest as converted once."""
         for i, value in zip(varying, values):
             one = []
-            compiled_kernel._prepare_args(types[i], value, stream, retr, one)
+            compiled_kernel._prepare_args(types[i], value, stream, retr, one)  # numba's stream, as above
             kernelargs[spans[i]] = one
-        dispatch.launch(stream, config, function, *kernelargs)
+        dispatch.launch(core_stream, config, function, *kernelargs)
 
     go.prepared = True
     return go

@@ -636,22 +636,22 @@ def cuda_runner(kind: str):
         block = (32, 2) if simulating_cuda() else (32, _BLOCK_ROWS)
         row = items_per_row(kind, S)
         kernel = half_sweep if multispin or S % 4 == 0 else half_sweep_sites
+        measured_row = S if multispin else 1  # int8 counts whole rows
         chunks = []
         for g0 in range(0, n_groups, _MAX_GRID_Z):
             z = min(_MAX_GRID_Z, n_groups - g0)
             grid = (-(-row // (32 * per_thread)), -(-L // block[1]), z)
             args = (d_lattice, d_words, d_thr, 0, row, g0, n_groups, L, S, strips, seed, key, np.uint32(0), group0,
                     False, d_counts)
-            chunks.append((g0, z, prepared_launch(kernel, grid, block, stream, args, varying=(3, 12, 14))))
+            measure_grid = (-(-measured_row // 32), -(-L // block[1]), z)
+            chunks.append((g0, measure_grid, prepared_launch(kernel, grid, block, stream, args, varying=(3, 12, 14))))
 
         def sweep(t, measured):
-            for g0, z, half_sweep_launch in chunks:
+            for g0, measure_grid, half_sweep_launch in chunks:
                 for c in range(2):
                     half_sweep_launch(c, np.uint32(2 * t + c), measured)
                 if measured:
-                    grid = (-(-(S if multispin else 1) // 32), -(-L // block[1]), z)
-                    measure[grid, block, stream](d_lattice, S if multispin else 1, g0, n_groups, L, S, strips,
-                                                 d_counts)
+                    measure[measure_grid, block, stream](d_lattice, measured_row, g0, n_groups, L, S, strips, d_counts)
 
         return sweep
 
