@@ -439,6 +439,15 @@ def cuda_runner(kind: str):
         cuda.syncthreads()
 
     launched_update, resident_update = setting_aside(False), setting_aside(True)
+
+    @cuda.jit(device=True)
+    def next_item(y, j, dy, dj, S):
+        # word (y, j) of a row of S words moved on by dy rows and dj words (dj < S), 32-bit
+        j = np.uint32(j + dj)
+        y = np.uint32(y + dy)
+        if j >= np.uint32(S):
+            return np.uint32(y + np.uint32(1)), np.uint32(j - np.uint32(S))
+        return y, j
     launched_room = per_thread * 32 * _BLOCK_ROWS  # every word of a launched block
 
     def half_sweep_kernel(update):
@@ -553,20 +562,24 @@ def cuda_runner(kind: str):
         rounds = (words + nt - 1) // nt
         n_measurements = sweeps // every
         i_meas = 0
+        # Item k = r nt + tid is word (y, j) = divmod(k, S); from one round to the next
+        # (y, j) moves by divmod(nt, S): no division per word (it was ~20 instructions of ~230).
+        y0, j0 = np.uint32(tid // S), np.uint32(tid % S)
+        dy, dj = np.uint32(nt // S), np.uint32(nt % S)
         for t in range(therm + sweeps):
             measured = t >= therm and (t - therm + 1) % every == 0
             flips = 0
             for c in range(2):
                 hs = np.uint32(2 * t + c)
+                y, j = y0, j0
                 for r in range(rounds):
-                    k = np.uint32(r * nt + tid)
                     f = np.uint32(0)
-                    if k < words:
-                        y = k // np.uint32(S)  # 32-bit division: far cheaper than 64-bit on a GPU
-                        f = resident_update(sh, 0, c, y, k - y * np.uint32(S), L, S, False, planes, seed, key, hs,
-                                            group0 + g, aside, n_aside)
+                    if y < np.uint32(L):
+                        f = resident_update(sh, 0, c, y, j, L, S, False, planes, seed, key, hs, group0 + g, aside,
+                                            n_aside)
                     if measured:
                         flips += lane_count(f, buf)
+                    y, j = next_item(y, j, dy, dj, S)
                 flips += finish_set_aside(sh, 0, c, L, S, planes, seed, key, hs, group0 + g, aside, n_aside,
                                           measured, buf)
             if measured:
