@@ -3,6 +3,7 @@ numbers, and never loads a kernel compiled from other source (``gpuensembles.cor
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -50,8 +51,25 @@ def test_a_second_process_loads_every_kernel_from_the_cache():
     assert second["results"] == first["results"]  # bit for bit
 
 
-def test_edited_source_misses_and_recompiles(tmp_path):
-    first = fresh_process(tmp_path, "escape_times")
+@pytest.fixture(scope="module")
+def escape_times_cache(tmp_path_factory):
+    """``(folder, result)``: a cache that one cold process filled with the ``escape_times``
+    example's kernel, and that process's output. Tests work on copies of the folder: each
+    cold compile costs about 20 s on two cores."""
+    folder = tmp_path_factory.mktemp("escape-times-cache")
+    first = fresh_process(folder, "escape_times")
+    assert "_cpu_first_passage.<locals>.run_items" in first["compiled"] and len(entries(folder)) == 1
+    return folder, first
+
+
+def copy_of(escape_times_cache, tmp_path):
+    folder, first = escape_times_cache
+    shutil.copytree(folder, tmp_path, dirs_exist_ok=True)
+    return first
+
+
+def test_edited_source_misses_and_recompiles(tmp_path, escape_times_cache):
+    first = copy_of(escape_times_cache, tmp_path)
     edited = fresh_process(tmp_path, "--edited", "escape_times")
     assert "_cpu_first_passage.<locals>.run_items" in edited["compiled"]
     assert all(hits == 0 for hits, _ in edited["cache"].values())
@@ -59,8 +77,8 @@ def test_edited_source_misses_and_recompiles(tmp_path):
     assert len(entries(tmp_path)) == 2  # one entry per key; the first is kept, never loaded for the edit
 
 
-def test_a_damaged_entry_is_compiled_again(tmp_path):
-    first = fresh_process(tmp_path, "escape_times")
+def test_a_damaged_entry_is_compiled_again(tmp_path, escape_times_cache):
+    first = copy_of(escape_times_cache, tmp_path)
     for path in entries(tmp_path):
         path.write_bytes(path.read_bytes()[:100])  # as if a writer had died half-way (renames make this rare)
     again = fresh_process(tmp_path, "escape_times")
