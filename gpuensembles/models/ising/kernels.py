@@ -572,7 +572,7 @@ def cuda_runner(kind: str):
             for c in range(2):
                 hs = np.uint32(2 * t + c)
                 y, j = y0, j0
-                for r in range(rounds):
+                for _ in range(rounds):
                     f = np.uint32(0)
                     if y < np.uint32(L):
                         f = resident_update(sh, 0, c, y, j, L, S, False, planes, seed, key, hs, group0 + g, aside,
