@@ -221,6 +221,29 @@ def test_run_returns_samples_cdf_and_rate_curve(formula_rates):
     np.testing.assert_allclose(one.cdf, one.fpt.theory_cdf("kramers")(one.bias.values), atol=3e-3)
 
 
+def test_theory_cdf_evaluates_its_rates_once_per_range(formula_rates, monkeypatch):
+    ds = ge.switching_currents(dgamma=2e-10, realizations=200, seed=4, **OVERDAMPED)
+    calls = []
+
+    def counted(g, **kw):
+        calls.append(g)
+        return escape_rate(g, **kw)
+
+    escape_rate = theory.escape_rate
+    monkeypatch.setattr(theory, "escape_rate", counted)
+    cdf = ds.fpt.theory_cdf("kramers")
+    bias = np.linspace(float(ds.attrs["gamma_start"]), float(ds.switching_current.max()), 50)
+    first = cdf(bias)
+    assert 0 < len(calls) <= 400
+    np.testing.assert_array_equal(cdf(bias[::-1])[::-1], first)  # the same numbers, from the rates kept
+    assert len(calls) == len(set(calls))  # and no rate was evaluated twice
+    # the uncached formula gives the same numbers
+    direct = theory.fulton_dunkleberger_cdf(bias, gamma_dot=2e-10 / OVERDAMPED["h"], rate=functools.partial(
+        escape_rate, V0=V0, damping=DAMPING, theta=THETA, form="kramers", model="overdamped"),
+        gamma_start=float(ds.attrs["gamma_start"]))
+    np.testing.assert_allclose(first, direct, rtol=1e-12, atol=1e-15)
+
+
 def test_run_is_the_same_for_any_chunking(formula_rates):
     kw = dict(dgamma=[2e-10, 2e-8], realizations=500, seed=9, **OVERDAMPED)
     eager = ge.switching_currents(**kw)

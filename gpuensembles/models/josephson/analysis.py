@@ -97,9 +97,12 @@ class FirstPassageAccessor:
 
         Uses the adiabatic :func:`gpuensembles.models.josephson.theory.escape_rate` of ``form`` with the run's
         ``V0, damping, D`` and ramp. The rates describe escape *out of the well*: compare
-        them with runs made with ``passage="next_well"``.
+        them with runs made with ``passage="next_well"``. The callable keeps the rates it
+        has evaluated: called again over the same range (as :meth:`compare` and
+        :meth:`plot_cdf` do, over the sample's range), it evaluates none anew (each
+        evaluation integrates 400 rates; a Mel'nikov rate takes an integral of its own).
         """
-        from functools import partial
+        from functools import lru_cache, partial
 
         from . import theory
 
@@ -107,9 +110,9 @@ class FirstPassageAccessor:
             raise ValueError("theory_cdf needs a switching_currents result")
         check_choice("form", form, theory.RATE_FORMS)
         damping = float(self._param("damping"))
-        rate = partial(theory.escape_rate, V0=float(self._param("V0")), damping=damping,
-                       theta=float(self._param("D")) / damping, form=form,
-                       model=self._ds.attrs["dynamics"])
+        rate = lru_cache(maxsize=4096)(partial(theory.escape_rate, V0=float(self._param("V0")), damping=damping,
+                                               theta=float(self._param("D")) / damping, form=form,
+                                               model=self._ds.attrs["dynamics"]))
         return partial(theory.fulton_dunkleberger_cdf, gamma_dot=self._gamma_dot(), rate=rate,
                        gamma_start=float(self._param("gamma_start")))
 
