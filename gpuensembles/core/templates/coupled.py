@@ -437,8 +437,9 @@ def _tiled_mean_field_kernel(step, noise, threads, block_sum, total, float32_par
             if (k + 1) % every == 0:
                 # this lane's own phases of this step (the tiles it wrote), into the block's bins
                 for it in range(first, ntiles, stride):
+                    mine = tile_start(it, ntiles, backward) + lane
                     for j in range(4):
-                        i = tile_start(it, ntiles, backward) + lane + j * warp
+                        i = mine + j * warp
                         if i < n:
                             cuda.atomic.add(shist, _bin(x[i], bins), 1)
                 cuda.syncthreads()

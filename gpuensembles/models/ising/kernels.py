@@ -439,6 +439,7 @@ def cuda_runner(kind: str):
         cuda.syncthreads()
 
     launched_update, resident_update = setting_aside(False), setting_aside(True)
+    launched_room = per_thread * 32 * _BLOCK_ROWS  # every word of a launched block
 
     @cuda.jit(device=True)
     def next_item(y, j, dy, dj, S):
@@ -448,7 +449,6 @@ def cuda_runner(kind: str):
         if j >= np.uint32(S):
             return np.uint32(y + np.uint32(1)), np.uint32(j - np.uint32(S))
         return y, j
-    launched_room = per_thread * 32 * _BLOCK_ROWS  # every word of a launched block
 
     def half_sweep_kernel(update):
         # int8 has two: four sites per uint32 (S % 4 == 0) and site by site. The first alone
@@ -563,7 +563,8 @@ def cuda_runner(kind: str):
         n_measurements = sweeps // every
         i_meas = 0
         # Item k = r nt + tid is word (y, j) = divmod(k, S); from one round to the next
-        # (y, j) moves by divmod(nt, S): no division per word (it was ~20 instructions of ~230).
+        # (y, j) moves by divmod(nt, S): no division per word, in the update (it was ~20
+        # instructions of ~230) and in the measurement alike.
         y0, j0 = np.uint32(tid // S), np.uint32(tid % S)
         dy, dj = np.uint32(nt // S), np.uint32(nt % S)
         for t in range(therm + sweeps):
@@ -585,16 +586,17 @@ def cuda_runner(kind: str):
             if measured:
                 down = 0
                 anti = 0
-                for r in range(rounds):
-                    k = np.uint32(r * nt + tid)
+                y, j = y0, j0
+                for _ in range(rounds):
                     ones = twos = fours = black = white = np.uint32(0)
-                    if k < words:
-                        y = k // np.uint32(S)
-                        ones, twos, fours = metropolis.anti_aligned(sh, 0, y, k - y * np.uint32(S), L, S, False)
+                    if y < np.uint32(L):
+                        ones, twos, fours = metropolis.anti_aligned(sh, 0, y, j, L, S, False)
+                        k = np.uint32(y * np.uint32(S) + j)
                         black = sh[k]
                         white = sh[words + k]
                     anti += lane_count(ones, buf) + 2 * lane_count(twos, buf) + 4 * lane_count(fours, buf)
                     down += lane_count(black ^ white, buf) + 2 * lane_count(black & white, buf)
+                    y, j = next_item(y, j, dy, dj, S)
                 lane = tid & 31
                 cuda.atomic.add(tally, (0, lane), np.int32(down))
                 cuda.atomic.add(tally, (1, lane), np.int32(anti))
