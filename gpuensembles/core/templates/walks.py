@@ -77,14 +77,14 @@ def _walk_pieces(kernel):
     @numba.njit
     def begin(src_cdf, src_state, src_weight, per_source, k, seed, stream, history, cutoff):
         if per_visit:
-            c = rng.philox_block(seed, stream, history, 0)
+            c = rng.philox_block(seed, stream, history, np.int64(0))
             s = source(src_cdf, _unit_interval_53(c[0], c[1]))
             bin_ = -1
         else:
             s = k // per_source
             bin_ = s
         w = src_weight[s]
-        return src_state[s], w, cutoff * abs(w), bin_
+        return np.int64(src_state[s]), w, cutoff * abs(w), bin_  # the state advance returns: one typing
 
     @numba.njit
     def advance(indptr, indices, cdf, factor, i, w, wcut, step, words, max_steps, seed, stream, history):
@@ -138,7 +138,7 @@ def _cpu_walks(kernel):
                 i, w, wcut, bin_ = begin(src_cdf, src_state, src_weight, per_source[b], k, seed, stream, history,
                                          cutoff)
                 words = (np.uint32(0), np.uint32(0), np.uint32(0), np.uint32(0))
-                step, acc, done = 0, 0.0, False
+                step, acc, done = np.int64(0), 0.0, False
                 while not done:
                     if per_visit:
                         out[b, i] += w
@@ -184,7 +184,7 @@ def _cuda_walks(kernel):
         words = (np.uint32(0), np.uint32(0), np.uint32(0), np.uint32(0))
         i, w, wcut, bin_ = begin(src_cdf, src_state, src_weight, per_source[b], min(k, n_walks - 1), seed, stream,
                                  first[b] + k, cutoff)
-        step, acc, transitions = 0, 0.0, 0
+        step, acc, transitions = np.int64(0), 0.0, 0
         while k < n_walks:
             if per_visit:
                 tally(local, out, b, i, w, shared)
@@ -200,7 +200,7 @@ def _cuda_walks(kernel):
                 if k < n_walks:
                     i, w, wcut, bin_ = begin(src_cdf, src_state, src_weight, per_source[b], k, seed, stream,
                                              first[b] + k, cutoff)
-                    step, acc = 0, 0.0
+                    step, acc = np.int64(0), 0.0
         if transitions:
             cuda.atomic.add(out, (b, nbins), np.float64(transitions))
 

@@ -131,7 +131,7 @@ def neighbours(lat, base, c, y, j, L, S):
     y_up, y_down = _rows_around(y, L)
     up = lat[_at(base, _row(o, y_up, L, S) + j)]
     down = lat[_at(base, _row(o, y_down, L, S) + j)]
-    row = _row(o, y, L, S)
+    row = _row(o, _I(y), L, S)
     same = lat[_at(base, row + j)]
     wrapped = 0
     if _odd(y, c):
@@ -164,7 +164,7 @@ def _word_and_neighbours(lat, base, c, y, j, L, S, strips):
     up, down, same, side, wrapped = neighbours(lat, base, c, y, j, L, S)
     if strips and wrapped != 0:
         side = _across_strips(side, wrapped)
-    w = _at(base, _row(c, y, L, S) + _I(j))
+    w = _at(base, _row(c, _I(y), L, S) + _I(j))
     s = lat[w]
     return w, s, np.uint32(s ^ up), np.uint32(s ^ down), np.uint32(s ^ same), np.uint32(s ^ side)
 
@@ -188,6 +188,10 @@ BLOCKS = 8
 #: Blocks a GPU kernel reads for every word before it sets a word with lanes still undecided
 #: aside (:func:`update_word_head`): after 8 planes ~10 % of words at beta_c still have one.
 HEAD_BLOCKS = 2  # the two calls of update_word_head
+# Arguments the kernels pass as constants, typed (np.int64, not a Python int): numba compiles
+# a callee once more for each literal argument value it is called with.
+_BLOCK0, _BLOCK1, _BLOCKS = np.int64(0), np.int64(1), np.int64(BLOCKS)
+_BLACK, _WHITE = np.int64(0), np.int64(1)
 
 
 @jit
@@ -256,8 +260,8 @@ def update_word_head(lat, base, tbase, c, y, j, L, S, strips, thr, seed, key, ha
     """
     w, s, flip, undecided, dE4 = _classified(lat, base, c, y, j, L, S, strips)
     site = y * S + j
-    flip, undecided = _compare_block(undecided, dE4, flip, thr, tbase, seed, key, half_sweep, site, group, 0)
-    flip, undecided = _compare_block(undecided, dE4, flip, thr, tbase, seed, key, half_sweep, site, group, 1)
+    flip, undecided = _compare_block(undecided, dE4, flip, thr, tbase, seed, key, half_sweep, site, group, _BLOCK0)
+    flip, undecided = _compare_block(undecided, dE4, flip, thr, tbase, seed, key, half_sweep, site, group, _BLOCK1)
     return w, s, flip, undecided, np.uint32(undecided & dE4)
 
 
@@ -266,7 +270,8 @@ def update_word(lat, base, tbase, c, y, j, L, S, strips, thr, seed, key, half_sw
     """Metropolis update of word ``(y, j)`` of colour ``c`` of the group stored from ``lat[base]``
     (thresholds from ``thr[tbase]``); returns the flipped lanes."""
     w, s, flip, undecided, dE4 = _classified(lat, base, c, y, j, L, S, strips)
-    flip, _ = accept_lanes(undecided, dE4, flip, thr, tbase, seed, key, half_sweep, y * S + j, group, 0, BLOCKS)
+    flip, _ = accept_lanes(undecided, dE4, flip, thr, tbase, seed, key, half_sweep, y * S + j, group, _BLOCK0,
+                           _BLOCKS)
     lat[w] = np.uint32(s ^ flip)
     return flip
 
@@ -274,7 +279,7 @@ def update_word(lat, base, tbase, c, y, j, L, S, strips, thr, seed, key, half_sw
 @jit
 def _update_site(lat, base, c, y, h, L, S, p4, p8, u):
     up, down, same, side, _ = neighbours(lat, base, c, y, h, L, S)
-    w = _at(base, _row(c, y, L, S) + _I(h))
+    w = _at(base, _row(c, _I(y), L, S) + _I(h))
     s = np.int32(lat[w])
     dE = 2 * s * (np.int32(up) + np.int32(down) + np.int32(same) + np.int32(side))
     if dE <= 0 or u < (p4 if dE == 4 else p8):
@@ -290,7 +295,7 @@ def update_quad(lat, base, tbase, c, y, q, L, S, strips, thr, seed, key, half_sw
     h = 4 * q
     p4 = thr[_U(tbase)]
     p8 = thr[_U(tbase + 1)]
-    r0, r1, r2, r3 = philox4x32(half_sweep, 0, y * ((S + 3) // 4) + q, group, seed, key)
+    r0, r1, r2, r3 = philox4x32(half_sweep, _BLOCK0, y * ((S + 3) // 4) + q, group, seed, key)
     flips = _update_site(lat, base, c, y, h, L, S, p4, p8, r0)
     if h + 1 < S:
         flips += _update_site(lat, base, c, y, h + 1, L, S, p4, p8, r1)
@@ -342,7 +347,7 @@ def update_quad_words(words, base, tbase, c, y, q, L, Q, thr, seed, key, half_sw
     two_or_more, one, _ = classify(np.uint32(s ^ up), np.uint32(s ^ down), np.uint32(s ^ same), np.uint32(s ^ side))
     p4 = thr[_U(tbase)]
     p8 = thr[_U(tbase + 1)]
-    r0, r1, r2, r3 = philox4x32(half_sweep, 0, y * Q + q, group, seed, key)
+    r0, r1, r2, r3 = philox4x32(half_sweep, _BLOCK0, y * Q + q, group, seed, key)
     flip = np.uint32((two_or_more & _SIGNS) | _accepts(one, _BIT7, r0, p4, p8) | _accepts(one, _BIT15, r1, p4, p8)
                      | _accepts(one, _BIT23, r2, p4, p8) | _accepts(one, _BIT31, r3, p4, p8))
     flip = np.uint32(flip >> _BIT7)  # bit 0 of each flipped site's byte
@@ -353,7 +358,7 @@ def update_quad_words(words, base, tbase, c, y, q, L, Q, thr, seed, key, half_sw
 @jit
 def anti_aligned(lat, base, y, j, L, S, strips):
     """Bit planes ``(ones, twos, fours)`` of the number of anti-aligned neighbours of black word ``(y, j)``."""
-    _, _, x0, x1, x2, x3 = _word_and_neighbours(lat, base, 0, y, j, L, S, strips)
+    _, _, x0, x1, x2, x3 = _word_and_neighbours(lat, base, _BLACK, y, j, L, S, strips)
     a = np.uint32(x0 ^ x1)
     c = np.uint32(x2 ^ x3)
     carry_a = np.uint32(x0 & x1)
@@ -371,10 +376,10 @@ def site_counts(lat, base, k, L, S):
     down = 0
     anti = 0
     for h in range(S):
-        up, dn, same, side, _ = neighbours(lat, base, 0, k, h, L, S)
-        s = np.int32(lat[_at(base, _row(0, k, L, S) + _I(h))])
+        up, dn, same, side, _ = neighbours(lat, base, _BLACK, k, h, L, S)
+        s = np.int32(lat[_at(base, _row(_BLACK, k, L, S) + _I(h))])
         anti += (4 - s * (np.int32(up) + np.int32(dn) + np.int32(same) + np.int32(side))) // 2
-        down += (1 - s) // 2 + (1 - np.int32(lat[_at(base, _row(1, k, L, S) + _I(h))])) // 2
+        down += (1 - s) // 2 + (1 - np.int32(lat[_at(base, _row(_WHITE, k, L, S) + _I(h))])) // 2
     return down, anti
 
 

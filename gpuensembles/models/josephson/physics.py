@@ -35,6 +35,8 @@ SWITCHING_PARAMETERS = ("V0", "damping", "D", "h", "dgamma", "gamma_start", "war
 #: First Philox block index of the draws that sample a thermal initial state; far above
 #: any step index ``k >> 2``, so the two never share random numbers.
 WARM_START_DRAW = np.int64(1) << np.int64(62)
+#: The first block of a realization's noise, typed: numba compiles a callee once more for a literal 0.
+_DRAW0 = np.int64(0)
 
 
 INTEGRATORS = ("euler", "baoab")
@@ -161,7 +163,7 @@ def escape_kernel(model: str, dtype: str, passage: str = "barrier_top", integrat
 
     @jit
     def init(coef, seed, stream, realization):
-        return (np.int64(0), coef[6], F(0.0)) + normals4(seed, stream, realization, 0)
+        return (np.int64(0), coef[6], F(0.0)) + normals4(seed, stream, realization, _DRAW0)
 
     @jit
     def advance(state, coef, max_steps, seed, stream, realization):
@@ -243,8 +245,8 @@ def switching_kernel(model: str, dtype: str, passage: str = "barrier_top", integ
             phi = _thermal_phase(coef[8], gamma0, coef[9], seed, stream, realization)
             maxwell = rng.normals4_f64(seed, stream, realization, WARM_START_DRAW - 1)[0]
             v = 0.0 if overdamped else math.sqrt(coef[9]) * maxwell
-            return (np.int64(0), F(phi), F(v)) + normals4(seed, stream, realization, 0)
-        return (np.int64(0), F(math.asin(min(gamma0, 1.0))), F(0.0)) + normals4(seed, stream, realization, 0)
+            return (np.int64(0), F(phi), F(v)) + normals4(seed, stream, realization, _DRAW0)
+        return (np.int64(0), F(math.asin(min(gamma0, 1.0))), F(0.0)) + normals4(seed, stream, realization, _DRAW0)
 
     @jit
     def advance(state, coef, max_steps, seed, stream, realization):
@@ -311,7 +313,7 @@ def trial_kernel(model: str, dtype: str, integrator: str = "euler"):
         if math.isnan(phi):
             phi, v = _thermal_state(coef[5], coef[6], coef[7], overdamped, seed, stream, trial)
         phi, v = F(phi), F(v)
-        return (np.int64(0), phi, v, coordinate(phi, v, coef)) + normals4(seed, stream, trial, 0)
+        return (np.int64(0), phi, v, coordinate(phi, v, coef)) + normals4(seed, stream, trial, _DRAW0)
 
     @jit
     def advance(state, coef, lo, hi, max_steps, seed, stream, trial):

@@ -106,8 +106,8 @@ def kernel(model: str, integrator: str, start: str, dtype: str):
             xi = F(rng.uint32_to_uniform_f64(x0) - 0.5)
             if not overdamped:
                 v = F(math.sqrt(coef[8]) * rng.normals4_f64(seed, stream, realization, START_DRAW + 1)[0])
-        base = drive_phase(coef, 0)
-        z0, z1, z2, z3 = normals4(seed, stream, realization, 0)
+        base = drive_phase(coef, np.int64(0))
+        z0, z1, z2, z3 = normals4(seed, stream, realization, np.int64(0))
         # (k, winding, xi, v, cos and sin of the drive phase at step k, the normals of
         # Philox block k >> 2 -- always drawn one block ahead of their use)
         return np.int64(0), np.int64(0), xi, v, math.cos(base) * one, math.sin(base) * one, z0, z1, z2, z3

@@ -1,5 +1,7 @@
 """Scalar pieces of a Monte Carlo linear-solver walk, shared by the CPU and CUDA targets."""
 
+import numpy as np
+
 from ...core.rng import jit
 from ...core.templates.walks import WalkKernel
 
@@ -31,7 +33,7 @@ def transition(indptr, indices, cdf, factor, i, u):
 @jit
 def source(src_cdf, u):
     """Index of the source row drawn by ``u`` (inverse CDF)."""
-    return first_at_least(src_cdf, 0, src_cdf.shape[0], u)
+    return first_at_least(src_cdf, np.int64(0), src_cdf.shape[0], u)
 
 
 #: The walk of each method: adjoint walks tally every visit, forward walks tally once.
