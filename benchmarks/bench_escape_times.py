@@ -1,11 +1,9 @@
 """asv benchmarks: escape-time integration throughput (steps/s) against naive baselines.
 
-Run with asv (see asv.conf.json) or as a script: ``python -m benchmarks.report``.
+Run with asv (see asv.conf.json); ``python -m benchmarks`` prints the same figures as a table.
 Each ``track_*`` returns integration steps per second of wall time, every realization
 run to its escape (the tail of the longest realizations included).
 """
-
-import time
 
 import gpuensembles as ge
 from gpuensembles.core import backend as _backend
@@ -21,15 +19,6 @@ TABLE_SIZES = {"cuda": (1 << 24, 1 << 21, 1 << 9), "cpu": (1 << 8, None, 1 << 5)
 
 def gpu_available():
     return _backend.cuda_available() and not _backend.simulating_cuda()
-
-
-def package_steps(backend, realizations, dtype="float32", seed=1):
-    """Steps and seconds of one ``escape_times`` call (after a warm-up compile)."""
-    ge.escape_times(**CASE, realizations=64, seed=seed, backend=backend, dtype=dtype, progress=False)
-    t0 = time.perf_counter()
-    ds = ge.escape_times(**CASE, realizations=realizations, seed=seed, backend=backend, dtype=dtype, progress=False)
-    seconds = time.perf_counter() - t0
-    return int(ds.steps.sum()), seconds, ds
 
 
 def escape_call(backend, realizations, dtype="float32", seed=1):

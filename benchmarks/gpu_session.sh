@@ -42,10 +42,5 @@ if [ "${SKIP_TABLE:-0}" != 1 ]; then
 fi
 if [ "${BASELINE:-0}" = 1 ] && [ -d .old ]; then
   echo "== baseline: the tree in .old/"
-  if [ -f .old/benchmarks/__main__.py ]; then
-    (cd .old && PYTHONPATH=.:/tmp/site python3 -m benchmarks ${ONLY:+--only "$ONLY"}) 2>&1 | tee "$out/benchmarks_old.log"
-  else
-    (cd .old && PYTHONPATH=.:/tmp/site python3 -m benchmarks.report) 2>&1 | tee "$out/report_old.log"
-    (cd .old && PYTHONPATH=.:/tmp/site python3 -m benchmarks.bench_ising) 2>&1 | tee "$out/ising_old.log"
-  fi
+  (cd .old && PYTHONPATH=.:/tmp/site python3 -m benchmarks ${ONLY:+--only "$ONLY"}) 2>&1 | tee "$out/benchmarks_old.log"
 fi

@@ -20,7 +20,7 @@ import gpuensembles as ge
 from .bench_switching import li2007_case
 
 ESCAPE = dict(damping=0.05, gamma=0.5, D=0.008, h=0.004, seed=3)  # 2.8e5 steps per escape
-ESCAPE_RATE = 4.5e11 / 2.8e5  # realizations per second on one H200, from benchmarks.report
+ESCAPE_RATE = 4.5e11 / 2.8e5  # realizations per second on one H200 (float32 whole calls)
 SWITCH = dict(li2007_case(2e7), h=1e-4, seed=3)  # 3.9e6 steps per switching event
 SWITCH_RATE = 3.3e11 / 3.9e6
 

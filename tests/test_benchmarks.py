@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from benchmarks import bench_escape_times, bench_switching, report
+from benchmarks import bench_escape_times, bench_switching
 
 
 def figure(track, *args, unit):
@@ -39,12 +39,6 @@ def test_cuda_benchmarks_skip_cleanly_without_gpu():
     else:
         with pytest.raises(NotImplementedError):  # asv's way to skip
             bench.setup("cuda", "float32")
-
-
-def test_report_quick(capsys):
-    report.main(["--quick"])
-    out = capsys.readouterr().out
-    assert "gpuensembles cpu float32" in out and "NumPy vectorised" in out
 
 
 def test_switching_benchmarks_run_small():
