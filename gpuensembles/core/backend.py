@@ -17,6 +17,7 @@ import os
 import re
 import threading
 import warnings
+import weakref
 from typing import Literal, get_args
 
 import numba
@@ -223,6 +224,28 @@ def device_zeros(shape, dtype):
     array = cuda.device_array(shape, dtype=dtype)
     device_memset(array, 0, array.nbytes)
     return array
+
+
+_RESIDENT: dict = {}  # (id of a host array, device id) -> (weak reference to the array, its device copy)
+
+
+def resident_on_device(array):
+    """A device copy of ``array`` that stays for as long as ``array`` lives, when it can never
+    change: read-only and not a view of another array (a frozen table a model builds once
+    and reuses; numba-made arrays hold their memory through an allocator object, not an array).
+
+    Any other array is copied afresh at every call, as ``cuda.to_device`` does. A model's
+    tables of a 1e6-row system are ~50 MB, ~13 ms of every call to copy on an H200 host.
+    """
+    array = np.ascontiguousarray(array)
+    if array.flags.writeable or isinstance(array.base, np.ndarray) or simulating_cuda():
+        return cuda.to_device(array)
+    key = (id(array), cuda.get_current_device().id)
+    kept = _RESIDENT.get(key)
+    if kept is None or kept[0]() is not array:
+        kept = (weakref.ref(array, lambda _, key=key: _RESIDENT.pop(key, None)), cuda.to_device(array))
+        _RESIDENT[key] = kept
+    return kept[1]
 
 
 def poll_counter(counter, run_stream, n_items, progress, interval=0.2):

@@ -49,3 +49,29 @@ def test_gpu_seed_case_within_four_standard_errors(estimator):
     print(f"\n{estimator}: max |z| {np.abs(z).max():.2f}, rel. error "
           f"{np.linalg.norm(ds.x - exact) / np.linalg.norm(exact):.2e}, walk {float(ds.mean_walk_length):.0f}")
     assert np.all(np.abs(z) < 4)
+
+
+def test_gpu_reuses_the_device_copies_of_a_kept_splitting():
+    from gpuensembles.core import backend
+    from gpuensembles.models.mcls.splitting import check_system, splitting
+
+    A = problems.shifted_laplacian_1d(5_000)
+    kw = dict(histories=4096, batches=8, seed=4, weight_cutoff=1e-6, backend="cuda")
+    first = ge.mc_solve(A, np.ones(5_000), **kw)
+    table = splitting(check_system(A, np.ones(5_000))[0], "adjoint").table
+    copies = [backend.resident_on_device(a) for a in table]
+    second = ge.mc_solve(A, np.ones(5_000), **kw)
+    assert all(backend.resident_on_device(a) is copy for a, copy in zip(table, copies))  # not copied again
+    for host, device in zip(table, copies):
+        np.testing.assert_array_equal(device.copy_to_host(), host)
+    assert int(second.transitions) == int(first.transitions)  # the same walks
+    np.testing.assert_allclose(second.x, first.x, rtol=1e-12)  # tallied atomically: in another order
+    writable = np.arange(10.0)
+    assert backend.resident_on_device(writable) is not backend.resident_on_device(writable)  # may change: copied
+    frozen = np.arange(10.0)
+    frozen.setflags(write=False)
+    assert backend.resident_on_device(frozen) is backend.resident_on_device(frozen)
+    assert backend.resident_on_device(frozen[2:]) is not backend.resident_on_device(frozen[2:])  # a view: copied
+    key = id(frozen)
+    del frozen
+    assert not any(k[0] == key for k in backend._RESIDENT)  # gone with its host array

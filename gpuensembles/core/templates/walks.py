@@ -15,6 +15,7 @@ from ..backend import (
     identity,
     launching,
     out_of_memory_as_memory_error,
+    resident_on_device,
     simulating_cuda,
     simulator_copy,
 )
@@ -288,7 +289,7 @@ def _cuda_walks(kernel):
         grid = n_batches * blocks_per_batch if shared else max(1, min(n_batches * blocks_per_batch,
                                                                        -(-int(size.sum()) // threads)))
         with out_of_memory_as_memory_error(f"{n_batches} batches of {width - 1} bins"):
-            args = [cuda.to_device(np.ascontiguousarray(a)) for a in (*chain, *sources, per_source, score, first, size)]
+            args = [resident_on_device(a) for a in (*chain, *sources, per_source, score, first, size)]
             d_out = device_zeros(shape, np.float64)
             counters = device_zeros(n_batches, np.int64)
         launch_stream = cuda.stream()

@@ -250,7 +250,7 @@ def _make_problem(A, b, method, histories, weight_cutoff, max_steps, estimator, 
     engine.check_choice("method", method, METHODS)
     engine.check_choice("estimator", estimator, ESTIMATORS)
     engine.check_choice("backend", backend, _backend.BACKENDS)
-    A, b = check_system(A, b)
+    A, b, diagonal = check_system(A, b)
     n = A.shape[0]
     batches = engine.check_count("batches", batches, minimum=2, maximum=engine.MAX_STEPS)
     histories = engine.check_count("histories", histories, minimum=batches, maximum=engine.MAX_STEPS)
@@ -264,7 +264,7 @@ def _make_problem(A, b, method, histories, weight_cutoff, max_steps, estimator, 
     seed = engine.check_seed(seed)
 
     split = splitting(A, "forward" if method == "forward" else "adjoint")
-    H, f = split.H, b / A.diagonal()
+    H, f = split.H, b / diagonal
     rho_H, rho_H_hat = split.rho_H, split.rho_H_hat
     _check_convergence(rho_H, rho_H_hat, force, steps, cutoff)
 

@@ -34,7 +34,16 @@ _POWER_WORK = 5e7
 
 
 def check_system(A, b):
-    """Validate ``A`` (square, real, sparse or dense, nonzero diagonal) and ``b``; return CSR and float64.
+    """Validate ``A`` (square, real, sparse or dense, nonzero diagonal) and ``b``.
+
+    Returns
+    -------
+    A : scipy.sparse.csr_array
+        ``A`` as float64 CSR, duplicates summed.
+    b : numpy.ndarray
+        ``b`` as a float64 vector.
+    diagonal : numpy.ndarray
+        ``A``'s diagonal (no zeros).
 
     Raises
     ------
@@ -72,7 +81,7 @@ def check_system(A, b):
         zero = np.flatnonzero(diagonal == 0)
         raise ValueError(f"A must have a nonzero diagonal for the Jacobi splitting; rows {zero[:10].tolist()} "
                          f"{'(and more) ' if zero.size > 10 else ''}have A_ii = 0")
-    return A, b
+    return A, b, diagonal
 
 
 @dataclass(frozen=True)
@@ -192,7 +201,10 @@ def transition_table(M) -> TransitionTable:
     M.sort_indices()
     cdf, row_sum = _row_cdfs(M.indptr, np.abs(M.data))
     factor = np.sign(M.data) * np.repeat(row_sum, np.diff(M.indptr))
-    return TransitionTable(M.indptr.astype(np.int64), M.indices.astype(np.int32), cdf, factor)
+    table = TransitionTable(M.indptr.astype(np.int64), M.indices.astype(np.int32), cdf, factor)
+    for array in table.arrays:  # frozen: the kept splittings reuse their device copies
+        array.setflags(write=False)
+    return table
 
 
 @cached
