@@ -502,7 +502,8 @@ def cuda_runner(kind: str):
 
         return half_sweep
 
-    half_sweep = half_sweep_kernel(device(_update_word if multispin else _update_quad_words))
+    # the multi-spin kernel updates through launched_update: it takes no plain update function
+    half_sweep = half_sweep_kernel(None if multispin else device(_update_quad_words))
     half_sweep_sites = None if multispin else half_sweep_kernel(device(_update_quad_sites))
 
     @cached
