@@ -2,6 +2,7 @@
 
 import functools
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -44,6 +45,25 @@ def test_enumeration(L):
     np.testing.assert_allclose(heat, expected[:, 2], rtol=1e-10, atol=1e-14)
     assert theory.ising_log_partition(L, 0.0) == L * L * math.log(2.0)
     assert theory.ising_exact(L, 0.0) == (0.0, 0.0)
+
+
+@pytest.mark.parametrize("L", [2, 3, 4])
+def test_enumeration_at_extreme_beta_without_warnings(L):
+    # Kaufman's products cancel below beta ~ 1e-5 and overflow above ~355: the leading high-temperature
+    # expansion and the ground state take over there (an error ~beta for L = 3, whose rows wrap into
+    # loops of 3 bonds); the heat near the ground state is roundoff of ~1e-29 on a value of ~1e-66
+    betas = np.array([1e-9, 9.9e-6, 1.1e-5, 19.9, 20.1, 300.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        energy, heat = theory.ising_exact(L, betas)
+        log_z = theory.ising_log_partition(L, betas)
+        hot, frozen = theory.ising_exact(L, 1e-300), theory.ising_exact(L, 1e300)
+    expected = np.array([_brute_force(L, b) for b in betas])
+    np.testing.assert_allclose(log_z, expected[:, 0], rtol=1e-12)
+    np.testing.assert_allclose(energy, expected[:, 1], rtol=2e-5)
+    np.testing.assert_allclose(heat, expected[:, 2], rtol=2e-5, atol=1e-27)
+    assert hot[0] == pytest.approx(-2.0 * math.tanh((2.0 if L == 2 else 1.0) * 1e-300), rel=1e-12)
+    assert frozen == (-2.0, 0.0)
 
 
 @pytest.mark.parametrize("L", [8, 32])

@@ -126,13 +126,33 @@ def _scaled_hyperbolic(x, kind):
         return minus, plus / minus, -4.0 * e / minus**2, plus
 
 
+#: Beyond this ``K = beta J`` the torus is in its ground state to double precision: the lightest excitation
+#: (one flipped spin, dE = 8) weighs ``N exp(-8K) < 1e-60`` (and ``sinh 2K`` overflows from K = 355 on).
+_GROUND_STATE_K = 20.0
+#: Below this ``K`` the leading high-temperature expansion replaces Kaufman's products, which cancel there
+#: (relative error ~1e-16 / K^2, overflow below K ~ 1e-154); the expansion's error is ~K^2 (K for L = 3).
+_HIGH_TEMPERATURE_K = 1e-5
+
+
+def _high_temperature(L, K):
+    """``ln Z`` and its first two K-derivatives from independent bonds: ``2N / m`` distinct bonds of
+    strength ``m K`` (``m = 2`` for L = 2, where each pair of neighbours is bonded twice)."""
+    N, m = L * L, 2.0 if L == 2 else 1.0
+    return (N * math.log(2.0) + 2.0 * N / m * np.log(np.cosh(m * K)), 2.0 * N * np.tanh(m * K),
+            2.0 * N * m / np.cosh(m * K) ** 2)
+
+
 def _kaufman(L, beta):
     """``ln Z``, ``d ln Z / dK`` and ``d^2 ln Z / dK^2`` of the L x L torus (beta = 0 replaced by 1).
 
     Each term ``Z_i`` is kept as ``log_scale + ln|z|``; its derivatives are those of ``Z_i exp(-a K)``, with
     ``a = d ln Z1 / dK``: the shift leaves ``d^2 ln sum Z_i / dK^2`` unchanged and the numbers small.
+    Above ``_GROUND_STATE_K`` they are the ground state's: ``ln 2 + 2 N K``, ``2 N`` and 0; below
+    ``_HIGH_TEMPERATURE_K`` those of :func:`_high_temperature`.
     """
     N, K = L * L, np.where(beta > 0, beta, 1.0)
+    frozen, hot, K_given = K > _GROUND_STATE_K, K < _HIGH_TEMPERATURE_K, K
+    K = np.clip(K, _HIGH_TEMPERATURE_K, _GROUND_STATE_K)
     k = np.arange(2 * L, dtype=float).reshape((-1,) + (1,) * K.ndim)
     s, c = np.sinh(2.0 * K), np.cosh(2.0 * K)
     u, v = np.cos(np.pi * k / L), 1.0 / s
@@ -173,7 +193,10 @@ def _kaufman(L, beta):
     d1 = np.sum(w * dz, axis=0) / total
     d2 = np.sum(w * d2z, axis=0) / total - d1**2
     log_z = -math.log(2.0) + 0.5 * N * np.log(2.0 * s) + np.max(log_scale, axis=0) + np.log(total)
-    return log_z, N * c * v + a + d1, -2.0 * N * v * v + d2
+    hot_log_z, hot_d1, hot_d2 = _high_temperature(L, np.minimum(K_given, _HIGH_TEMPERATURE_K))
+    return (np.where(frozen, math.log(2.0) + 2.0 * N * K_given, np.where(hot, hot_log_z, log_z)),
+            np.where(frozen, 2.0 * N, np.where(hot, hot_d1, N * c * v + a + d1)),
+            np.where(frozen, 0.0, np.where(hot, hot_d2, -2.0 * N * v * v + d2)))
 
 
 def ising_log_partition(L, beta):
@@ -214,7 +237,10 @@ def ising_exact(L, beta):
     derivatives taken analytically (``sinh(gamma_k) gamma_k' = d/dK [cosh 2K coth 2K]``,
     ``gamma_0' = 2 + 2 / sinh 2K``; Ferdinand & Fisher, Phys. Rev. 185, 832 (1969)). At ``beta_c``, where
     ``Z4 = 0``, the product rule is applied to ``2 sinh(L gamma_0 / 2)`` directly, so the limit is exact.
-    Near ``beta = 0`` the prefactor and the products cancel: the relative error grows like ``1e-16 / beta^2``.
+    Near ``beta = 0`` the prefactor and the products cancel (relative error ``~1e-16 / beta^2``): below
+    ``beta = 1e-5`` the leading high-temperature expansion (independent bonds) is used instead, with a relative
+    error ``~beta^2`` (``~beta`` for ``L = 3``). Above ``beta = 20`` the lattice is in its ground state to
+    double precision (``u = -2``, ``c = 0``).
 
     Parameters
     ----------
@@ -234,5 +260,5 @@ def ising_exact(L, beta):
     N = L * L
     _, d1, d2 = _kaufman(L, beta)
     energy = np.where(beta > 0, -d1 / N, 0.0)
-    heat = np.where(beta > 0, beta**2 * d2 / N, 0.0)
+    heat = np.where(beta > 0, beta * (beta * d2) / N, 0.0)  # d2 = 0 in the ground state, however large beta
     return _like(energy, beta), _like(heat, beta)
