@@ -2,6 +2,7 @@
 
 import functools
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -128,6 +129,19 @@ def test_fulton_dunkleberger_closed_forms():
     np.testing.assert_allclose(expo, exact, rtol=1e-4, atol=1e-9)
     mean = theory.fulton_dunkleberger_mean(gamma_dot=gamma_dot, rate=lambda x: 0.05, gamma_start=g0)
     assert mean == pytest.approx(g0 + gamma_dot / 0.05, rel=1e-4)  # ends far below gamma_end = 1
+
+
+def test_fulton_dunkleberger_is_one_where_no_barrier_is_left():
+    # a sample can pass gamma = 1 before its particle is counted: the CDF there is 1, without the rates
+    # of gamma >= 1 (where the formulas have no barrier, no well and no value)
+    rate = functools.partial(theory.escape_rate, V0=1.0, damping=0.5, theta=0.05, form="melnikov")
+    g = np.array([0.6, 0.9, 0.999, 1.0, 1.2])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cdf = theory.fulton_dunkleberger_cdf(g, gamma_dot=1e-4, rate=rate, gamma_start=0.5)
+    below = theory.fulton_dunkleberger_cdf(g[:3], gamma_dot=1e-4, rate=rate, gamma_start=0.5)
+    np.testing.assert_array_equal(cdf[:3], below)  # the same rates below 1
+    assert np.all(np.diff(cdf) >= 0) and cdf[3] == cdf[4] == 1.0
 
 
 def test_warm_start_gamma_has_the_requested_probability():

@@ -235,7 +235,8 @@ def fulton_dunkleberger_cdf(gamma, *, gamma_dot, rate, gamma_start=0.0, points=4
     Parameters
     ----------
     gamma : array
-        Biases at which to evaluate the CDF (>= gamma_start, < 1).
+        Biases at which to evaluate the CDF (>= gamma_start). At and above 1 no barrier is left: the
+        junction has switched, ``P = 1`` (a simulated sample can pass 1 before its particle is counted).
     gamma_dot : float
         Ramp rate ``d gamma / dt`` in inverse time units (``dgamma / h`` of a simulation).
     rate : callable
@@ -253,12 +254,13 @@ def fulton_dunkleberger_cdf(gamma, *, gamma_dot, rate, gamma_start=0.0, points=4
         ``P(gamma)``, same shape as ``gamma``.
     """
     gamma = np.asarray(gamma, dtype=float)
-    grid = np.linspace(gamma_start, float(gamma.max()), points)
+    below = gamma < 1.0
+    grid = np.linspace(gamma_start, float(gamma[below].max()) if below.any() else gamma_start, points)
     with np.errstate(divide="ignore"):
         log_rate = np.log([rate(g) for g in grid])
     fine = np.linspace(grid[0], grid[-1], 20 * points)
     exponent = _integrate().cumulative_trapezoid(np.exp(np.interp(fine, grid, log_rate)), fine, initial=0.0) / gamma_dot
-    return -np.expm1(-np.interp(gamma, fine, exponent))
+    return np.where(below, -np.expm1(-np.interp(gamma, fine, exponent)), 1.0)
 
 
 def fulton_dunkleberger_mean(*, gamma_dot, rate, gamma_start=0.0, gamma_end=1.0, points=400):
