@@ -111,3 +111,12 @@ def test_numba_cuda_import_warns_nothing_under_numpy_2_5(importer, warns):
     proc = subprocess.run([sys.executable, "-c", NUMPY_2_5 + importer], env=env, capture_output=True, text=True,
                           timeout=300)
     assert (proc.returncode != 0 and "DeprecationWarning" in proc.stderr) == warns, proc.stderr[-2000:]
+
+
+def test_freeze_makes_read_only_and_refuses_views():
+    frozen = backend.freeze(np.arange(4.0))
+    assert not frozen.flags.writeable
+    with pytest.raises(ValueError):
+        frozen[0] = 1.0
+    with pytest.raises(ValueError, match="view"):
+        backend.freeze(np.arange(4.0)[1:])  # its base could still change

@@ -275,6 +275,8 @@ def _make_problem(A, b, method, histories, weight_cutoff, max_steps, estimator, 
     else:
         sources = (np.ones(1), rows.astype(np.int32), np.ones(rows.size))
         score, size = (f if estimator == "collision" else H @ f), per_batch * rows.size
+    for array in sources:  # read-only as the frozen walk tables are: the CPU walks' callees compile once
+        array.setflags(write=False)
     first = np.concatenate(([0], np.cumsum(size)[:-1])).astype(np.int64)
     return _Problem(method, estimator, A, b, H, f, split.table, sources, score, rows, per_batch,
                     first, size.astype(np.int64), cutoff, steps, seed, _STREAM[method], backend, rho_H, rho_H_hat)

@@ -14,6 +14,7 @@ from __future__ import annotations  # sp.csr_array annotations must not import s
 
 import hashlib
 import os
+import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from ...core.backend import cached
+from ...core.backend import cached, freeze
 from ...core.lazy import lazy_module
 from ...core.validation import real_array
 
@@ -134,6 +135,7 @@ def splitting(A, walk: str) -> Splitting:
 
 _DIGEST_PIECE = 1 << 22  # bytes hashed by one task of matrix_digest
 _DIGEST_POOL: dict = {}  # process id -> its thread pool (a forked child starts its own)
+_DIGEST_POOL_LOCK = threading.Lock()
 
 
 def _sha256(piece) -> bytes:
@@ -145,10 +147,12 @@ def _digest_pool(workers: int) -> ThreadPoolExecutor:
     0.2 s call on an H200 host. A forked child does not inherit the parent's threads, so
     each process id gets a pool of its own."""
     pid = os.getpid()
-    if pid not in _DIGEST_POOL:
-        _DIGEST_POOL.clear()
-        _DIGEST_POOL[pid] = ThreadPoolExecutor(workers, thread_name_prefix="gpuensembles-digest")
-    return _DIGEST_POOL[pid]
+    with _DIGEST_POOL_LOCK:  # two threads' first solves must not start two pools
+        pool = _DIGEST_POOL.get(pid)
+        if pool is None:
+            _DIGEST_POOL.clear()
+            pool = _DIGEST_POOL[pid] = ThreadPoolExecutor(workers, thread_name_prefix="gpuensembles-digest")
+    return pool
 
 
 def matrix_digest(A) -> str:
@@ -202,8 +206,8 @@ def transition_table(M) -> TransitionTable:
     cdf, row_sum = _row_cdfs(M.indptr, np.abs(M.data))
     factor = np.sign(M.data) * np.repeat(row_sum, np.diff(M.indptr))
     table = TransitionTable(M.indptr.astype(np.int64), M.indices.astype(np.int32), cdf, factor)
-    for array in table.arrays:  # frozen: the kept splittings reuse their device copies
-        array.setflags(write=False)
+    for array in table.arrays:  # the kept splittings reuse their device copies
+        freeze(array)
     return table
 
 
