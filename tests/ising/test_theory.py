@@ -49,10 +49,11 @@ def test_enumeration(L):
 
 @pytest.mark.parametrize("L", [2, 3, 4])
 def test_enumeration_at_extreme_beta_without_warnings(L):
-    # Kaufman's products cancel below beta ~ 1e-5 and overflow above ~355: the leading high-temperature
-    # expansion and the ground state take over there (an error ~beta for L = 3, whose rows wrap into
-    # loops of 3 bonds); the heat near the ground state is roundoff of ~1e-29 on a value of ~1e-66
-    betas = np.array([1e-9, 9.9e-6, 1.1e-5, 19.9, 20.1, 300.0])
+    # Kaufman's products cancel at small beta (relative error ~1e-16 / beta^2, ~1e-8 at the switch to the
+    # high-temperature expansion at 1e-4) and overflow above ~355 (the ground state from 20 on); the heat
+    # near the ground state is roundoff of ~1e-29 on a value of ~1e-66; enumeration itself loses
+    # ~1e-16 / beta at small beta
+    betas = np.array([1e-6, 9.9e-5, 1.01e-4, 1e-3, 19.9, 20.1, 300.0])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         energy, heat = theory.ising_exact(L, betas)
@@ -60,8 +61,8 @@ def test_enumeration_at_extreme_beta_without_warnings(L):
         hot, frozen = theory.ising_exact(L, 1e-300), theory.ising_exact(L, 1e300)
     expected = np.array([_brute_force(L, b) for b in betas])
     np.testing.assert_allclose(log_z, expected[:, 0], rtol=1e-12)
-    np.testing.assert_allclose(energy, expected[:, 1], rtol=2e-5)
-    np.testing.assert_allclose(heat, expected[:, 2], rtol=2e-5, atol=1e-27)
+    np.testing.assert_allclose(energy, expected[:, 1], rtol=3e-8)
+    np.testing.assert_allclose(heat, expected[:, 2], rtol=3e-8, atol=1e-27)
     assert hot[0] == pytest.approx(-2.0 * math.tanh((2.0 if L == 2 else 1.0) * 1e-300), rel=1e-12)
     assert frozen == (-2.0, 0.0)
 
