@@ -142,6 +142,11 @@ def test_fulton_dunkleberger_is_one_where_no_barrier_is_left():
     below = theory.fulton_dunkleberger_cdf(g[:3], gamma_dot=1e-4, rate=rate, gamma_start=0.5)
     np.testing.assert_array_equal(cdf[:3], below)  # the same rates below 1
     assert np.all(np.diff(cdf) >= 0) and cdf[3] == cdf[4] == 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no rate is evaluated outside the ramp (gamma < -1 has none either)
+        edge = theory.fulton_dunkleberger_cdf(np.array([-1e300, 0.4, np.nan, 1.5]), gamma_dot=1e-4, rate=rate,
+                                              gamma_start=0.5)
+    np.testing.assert_array_equal(edge, [0.0, 0.0, np.nan, 1.0])  # before the ramp, NaN, switched
 
 
 def test_warm_start_gamma_has_the_requested_probability():

@@ -235,8 +235,9 @@ def fulton_dunkleberger_cdf(gamma, *, gamma_dot, rate, gamma_start=0.0, points=4
     Parameters
     ----------
     gamma : array
-        Biases at which to evaluate the CDF (>= gamma_start). At and above 1 no barrier is left: the
-        junction has switched, ``P = 1`` (a simulated sample can pass 1 before its particle is counted).
+        Biases at which to evaluate the CDF. Up to ``gamma_start`` the ramp has not begun: ``P = 0``.
+        At and above 1 no barrier is left: the junction has switched, ``P = 1`` (a simulated sample
+        can pass 1 before its particle is counted).
     gamma_dot : float
         Ramp rate ``d gamma / dt`` in inverse time units (``dgamma / h`` of a simulation).
     rate : callable
@@ -245,7 +246,7 @@ def fulton_dunkleberger_cdf(gamma, *, gamma_dot, rate, gamma_start=0.0, points=4
     gamma_start : float
         Where the ramp starts.
     points : int
-        Rate evaluations between ``gamma_start`` and ``max(gamma)``; the integral uses
+        Rate evaluations from ``gamma_start`` to the largest ``gamma`` below 1; the integral uses
         log-linear interpolation between them on a 20x finer grid.
 
     Returns
@@ -254,8 +255,11 @@ def fulton_dunkleberger_cdf(gamma, *, gamma_dot, rate, gamma_start=0.0, points=4
         ``P(gamma)``, same shape as ``gamma``.
     """
     gamma = np.asarray(gamma, dtype=float)
-    below = gamma < 1.0
-    grid = np.linspace(gamma_start, float(gamma[below].max()) if below.any() else gamma_start, points)
+    below = ~(gamma >= 1.0)  # NaN stays NaN
+    ramped = below & (gamma > gamma_start)  # the rates are needed up to the largest of these
+    if not ramped.any():
+        return np.where(below, np.where(np.isnan(gamma), np.nan, 0.0), 1.0)
+    grid = np.linspace(gamma_start, float(gamma[ramped].max()), points)
     with np.errstate(divide="ignore"):
         log_rate = np.log([rate(g) for g in grid])
     fine = np.linspace(grid[0], grid[-1], 20 * points)
