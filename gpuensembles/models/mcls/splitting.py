@@ -165,8 +165,9 @@ def matrix_digest(A) -> str:
     buffers = [memoryview(np.ascontiguousarray(a).view(np.uint8)) for a in
                (np.asarray(A.shape, dtype=np.int64), A.indptr, A.indices, A.data)]
     pieces = [b[i:i + _DIGEST_PIECE] for b in buffers for i in range(0, len(b), _DIGEST_PIECE)]
-    if min(os.cpu_count() or 1, len(pieces)) > 1:
-        digests = list(_digest_pool(min(16, os.cpu_count() or 1)).map(_sha256, pieces))
+    workers = min(16, os.cpu_count() or 1)
+    if workers > 1 and len(pieces) > 1:
+        digests = list(_digest_pool(workers).map(_sha256, pieces))
     else:
         digests = [_sha256(p) for p in pieces]
     top = hashlib.sha256(np.array([len(b) for b in buffers], dtype=np.int64).tobytes())
