@@ -355,3 +355,52 @@ def _copy_kernel(cuda):
                 dst[j] = src[j]
 
     return copy
+
+
+def philox_bound_launcher(L, half_sweeps=100, items_per_thread=8):
+    """The randomness alone of multi-spin half-sweeps: ``launch() -> (flip attempts, seconds)``.
+
+    A bound on any kernel that draws what the multi-spin Ising kernel draws for a word of 32
+    spins, two Philox4x32-10 blocks (eight 32-bit words) with the same counters and keys,
+    timed on the same ``L x L`` lattice in strips (``L / 64`` words per row of one colour).
+    Each thread takes ``items_per_thread`` words, as the launched kernel does, and XORs each
+    with its eight random words: no neighbour is read, nothing is compared, no lane is left
+    for later. One launch runs ``half_sweeps`` half-sweeps (``L^2 / 2`` attempts each) in a
+    loop, so no host time between launches enters the CUDA-event time.
+    """
+    from gpuensembles.core import backend as _backend
+    from gpuensembles.models.ising import physics
+
+    cuda = _backend.cuda_module()
+    philox = physics.philox4x32
+    words_per_colour = L * (L // 64)
+    key = physics.philox_key(L, physics.TAG_MULTISPIN)
+
+    @cuda.jit
+    def draws(lattice, first_half_sweep, seed, key):
+        t = cuda.grid(1)
+        first = np.uint32((t >> 5) * (32 * items_per_thread) + (t & 31))
+        for h in range(half_sweeps):
+            hs = np.uint32(first_half_sweep + h)
+            for k in range(items_per_thread):
+                site = np.uint32(first + np.uint32(32 * k))
+                if site < np.uint32(words_per_colour):
+                    a0, a1, a2, a3 = philox(hs, np.int64(0), site, np.uint32(0), seed, key)
+                    b0, b1, b2, b3 = philox(hs, np.int64(1), site, np.uint32(0), seed, key)
+                    at = np.uint64((hs & np.uint32(1)) * np.uint32(words_per_colour) + site)
+                    lattice[at] = np.uint32(lattice[at] ^ a0 ^ a1 ^ a2 ^ a3 ^ b0 ^ b1 ^ b2 ^ b3)
+
+    lattice = cuda.to_device(np.zeros(2 * words_per_colour, dtype=np.uint32))
+    threads = 128
+    blocks = -(-words_per_colour // (threads * items_per_thread))
+    seed = np.uint32(1)
+    launches = [0]
+
+    def launch():
+        launches[0] += 1
+        seconds = event_seconds(cuda, lambda: draws[blocks, threads](lattice, np.uint32(launches[0] * half_sweeps),
+                                                                     seed, key))
+        return half_sweeps * L * L // 2, seconds
+
+    launch.lattice = lattice  # the device words (a test checks them against the package's draws)
+    return launch

@@ -102,3 +102,26 @@ def test_gpu_launched_sweeps_convert_their_arguments_once(monkeypatch):
     assert not launches[-1].prepared
     for name in prepared.data_vars:
         np.testing.assert_array_equal(prepared[name].values, through_dispatcher[name].values, err_msg=name)
+
+
+@pytest.mark.filterwarnings("ignore:Grid size")  # numba-cuda on the tiny grid of a test-sized baseline
+def test_randomness_bound_draws_the_kernels_random_words():
+    # The benchmark's bound must draw what the multi-spin kernel draws for each word: the two
+    # Philox blocks of its counters (half-sweep, block, site, group 0) and keys.
+    from benchmarks import baselines
+    from gpuensembles.models.ising import physics
+
+    L, half_sweeps = 128, 2
+    launch = baselines.philox_bound_launcher(L, half_sweeps=half_sweeps, items_per_thread=3)
+    work, seconds = launch()  # half-sweeps 2 (colour 0) and 3 (colour 1), from zeros
+    assert work == half_sweeps * L * L // 2 and seconds > 0
+    words = launch.lattice.copy_to_host().reshape(2, -1)
+    key = physics.philox_key(L, physics.TAG_MULTISPIN)
+    for colour in range(2):
+        for site in (0, 1, 95, words.shape[1] - 1):
+            expected = 0
+            for block in range(2):
+                for w in physics.philox4x32(np.uint32(2 + colour), np.int64(block), np.uint32(site), np.uint32(0),
+                                            np.uint32(1), key):
+                    expected ^= int(w)
+            assert int(words[colour, site]) == expected, (colour, site)
