@@ -9,6 +9,7 @@ import sys as _sys
 
 from .core.cluster import cluster
 from .core.io import open_dataset, version
+from .core.lazy import defer_dask_array_import
 from .models import josephson, mcls, xorsat
 from .models.ising import ising
 from .models.josephson import escape_rates, escape_times, switching_currents
@@ -17,6 +18,10 @@ from .models.langevin import langevin
 from .models.mcls import mc_solve
 
 __version__ = version()
+
+# xarray would import dask.array (~1 s) at the first DataArray of a process, to check that its
+# data is no dask array; it now does so only once dask.array has been imported for a reason.
+defer_dask_array_import()
 
 # The family namespaces reached as ge.josephson, ge.mcls and ge.xorsat are importable by
 # those names too (``from gpuensembles.xorsat import solve``), as they were before the
