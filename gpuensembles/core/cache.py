@@ -20,9 +20,11 @@ typed at a prompt) is compiled as before and not cached. Each entry is one file 
 hash of its full key, which the file also holds and which is compared on loading, so two
 keys never share a file and a kernel compiled from other source is never returned. Files
 are written to a temporary name and renamed into place, so processes (dask workers) that
-write at once leave whole files. The directory is ``$NUMBA_CACHE_DIR/gpuensembles/<version>``
-when ``NUMBA_CACHE_DIR`` is set, else ``$XDG_CACHE_HOME/gpuensembles/<version>`` (default
-``~/.cache``); ``GPUENSEMBLES_CACHE=0`` turns the cache off.
+write at once leave whole files, and a process that misses an entry another process is
+compiling waits for it and loads it (:mod:`gpuensembles.core.compile_lock`). The directory
+is ``$NUMBA_CACHE_DIR/gpuensembles/<version>`` when ``NUMBA_CACHE_DIR`` is set, else
+``$XDG_CACHE_HOME/gpuensembles/<version>`` (default ``~/.cache``); ``GPUENSEMBLES_CACHE=0``
+turns the cache off.
 
 The same caches clock compilation: :func:`compile_seconds` is the time this process spent
 compiling cached dispatchers (loading from the disk cache is not compilation).
@@ -44,6 +46,8 @@ from pathlib import Path
 import numba
 import numpy as np
 from numba.core.caching import CompileResultCacheImpl, FunctionCache
+
+from . import compile_lock
 
 #: Bumped when the layout of cache entries changes.
 FORMAT = 1
@@ -297,6 +301,7 @@ class StableCacheMixin:
         self._files = _KeyedFiles(directory, self._impl.filename_base, dumps)
         self._stable_key = None
         self._started = None
+        self._lock = None  # the compile lock of the entry this cache is compiling
         self._enabled = directory is not None
 
     def stable_key(self):
@@ -311,23 +316,44 @@ class StableCacheMixin:
     def _index_key(self, sig, codegen):
         return (sig, codegen.magic_tuple(), self.stable_key())
 
+    def _rebuilt(self, key, target_context):
+        payload = self._files.load(key)
+        if payload is None:
+            return None
+        try:
+            return self._impl.rebuild(target_context, payload)
+        except Exception:  # an entry this numba cannot rebuild: compile afresh
+            return None
+
     def _load_overload(self, sig, target_context):
         data = None
+        compile_lock.release(self._lock)  # held still only if the last compilation failed
+        self._lock = None
         if self._enabled and self.stable_key() is not None:
-            payload = self._files.load(self._index_key(sig, target_context.codegen()))
-            if payload is not None:
-                try:
-                    data = self._impl.rebuild(target_context, payload)
-                except Exception:  # an entry this numba cannot rebuild: compile afresh
-                    data = None
+            key = self._index_key(sig, target_context.codegen())
+            data = self._rebuilt(key, target_context)
+            if data is None:  # compile it, unless another process is compiling it: then load that
+                self._lock = compile_lock.acquire(self._files.path(key),
+                                                  0.0 if compile_lock.holding() else compile_lock.WAIT)
+                data = self._rebuilt(key, target_context) if self._lock is not None else None
         if data is None:
             self._started = time.perf_counter()
+        else:
+            compile_lock.release(self._lock)
+            self._lock = None
         return data
 
     def _save_overload(self, sig, data):
         if self._started is not None:
             _record_compile(self._started, time.perf_counter())
             self._started = None
+        try:
+            self._save_entry(sig, data)
+        finally:
+            compile_lock.release(self._lock)  # the entry is written: processes waiting for it load it
+            self._lock = None
+
+    def _save_entry(self, sig, data):
         if not self._enabled or self.stable_key() is None or not self._impl.check_cachable(data):
             return
         try:

@@ -12,7 +12,7 @@ import numba
 import numpy as np
 import pytest
 
-from gpuensembles.core import cache
+from gpuensembles.core import cache, compile_lock
 from gpuensembles.core.backend import cached
 from gpuensembles.core.templates.first_passage import first_passage_runner
 from gpuensembles.models.josephson.physics import escape_kernel
@@ -20,18 +20,25 @@ from gpuensembles.models.josephson.physics import escape_kernel
 ROOT = Path(__file__).parent.parent.parent
 
 
-def fresh_process(cache_dir, *args, **env):
-    """Run ``tests/cache_checks.py`` in a new interpreter with ``cache_dir`` as the cache (None:
-    the cache this process uses)."""
+def fresh_processes(n, cache_dir, *args, **env):
+    """Run ``tests/cache_checks.py`` in ``n`` new interpreters started together, with ``cache_dir``
+    as their cache (None: the cache this process uses); their outputs."""
     settings = dict(os.environ, PYTHONPATH=str(ROOT))
     if cache_dir is not None:
         settings["NUMBA_CACHE_DIR"] = str(cache_dir)
     settings.pop(cache.DISABLE_VARIABLE, None)
     settings.update(env)
-    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "cache_checks.py"), *args], env=settings,
-                          capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout)
+    procs = [subprocess.Popen([sys.executable, str(ROOT / "tests" / "cache_checks.py"), *args], env=settings,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(n)]
+    outputs = [proc.communicate(timeout=900) for proc in procs]
+    for proc, (_, err) in zip(procs, outputs):
+        assert proc.returncode == 0, err[-3000:]
+    return [json.loads(out) for out, _ in outputs]
+
+
+def fresh_process(cache_dir, *args, **env):
+    """:func:`fresh_processes` with one interpreter."""
+    return fresh_processes(1, cache_dir, *args, **env)[0]
 
 
 def entries(cache_dir):
@@ -55,10 +62,17 @@ def test_a_second_process_loads_every_kernel_from_the_cache():
 def escape_times_cache(tmp_path_factory):
     """``(folder, result)``: a cache that one cold process filled with the ``escape_times``
     example's kernel, and that process's output. Tests work on copies of the folder: each
-    cold compile costs about 20 s on two cores."""
+    cold compile costs about 20 s on two cores.
+
+    Two cold processes start together: one compiles the kernel while the other waits for
+    it (the compile lock) and loads it; without the lock both compiled it.
+    """
     folder = tmp_path_factory.mktemp("escape-times-cache")
-    first = fresh_process(folder, "escape_times")
+    both = fresh_processes(2, folder, "escape_times")
+    first, second = sorted(both, key=lambda out: not out["compiled"])
     assert "_cpu_first_passage.<locals>.run_items" in first["compiled"] and len(entries(folder)) == 1
+    assert second["compiled"] == [] and second["compile_seconds"] == 0  # it waited and loaded
+    assert second["results"] == first["results"]
     return folder, first
 
 
@@ -163,3 +177,32 @@ def test_every_cuda_kernel_has_a_stable_key(tmp_path):
     shared = [name for name, key in keys[0] if [k for _, k in keys[0]].count(key) > 1]
     assert shared == ["cuda_runner.<locals>.record"] * 2  # the Ising kinds' record kernel: same source and cells
     assert keys[0] == keys[1]  # and every process computes the same ones
+
+
+HOLDER = """
+import fcntl, sys
+lock = open(sys.argv[1], "ab")
+fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+print("held", flush=True)
+sys.stdin.read()  # until the test closes it
+"""
+
+
+@pytest.mark.skipif(compile_lock.fcntl is None, reason="no flock on this platform: nothing is locked")
+def test_the_compile_lock_waits_for_another_process_and_never_for_its_own(tmp_path):
+    entry = tmp_path / "kernel.nbc"
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(entry) + ".lock"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert compile_lock.acquire(entry, 0.0) is None  # another process compiles it
+        holder.stdin.close()  # it ends, and the kernel lets its lock go
+        path = compile_lock.acquire(entry, 60.0)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert path is not None and compile_lock.holding()
+    assert compile_lock.acquire(entry, 60.0) is None  # held by this process: no wait, no second lock
+    compile_lock.release(path)
+    assert not compile_lock.holding()
+    compile_lock.release(compile_lock.acquire(entry, 0.0))  # free again
