@@ -5,6 +5,7 @@ All functions are plain numpy/scipy, in the normalized units of
 temperature ``theta = D / damping``.
 """
 
+import functools
 import math
 
 import numpy as np
@@ -138,24 +139,56 @@ def plasma_frequency(gamma, V0=1.0):
     return np.sqrt(V0) * (1.0 - np.asarray(gamma, dtype=float) ** 2) ** 0.25
 
 
+#: Gauss-Legendre nodes per panel of the quadratures below (numpy only: the CLI's estimate
+#: of a run calls them, and importing scipy.optimize and scipy.integrate took ~1 s of a
+#: first call).
+_NODES = 48
+
+
+@functools.cache
+def _legendre(n=_NODES):
+    return np.polynomial.legendre.leggauss(n)
+
+
+def _gauss(f, lo, hi):
+    """``int_lo^hi f``, Gauss-Legendre with :data:`_NODES` nodes (``f`` smooth on ``[lo, hi]``)."""
+    x, w = _legendre()
+    half = 0.5 * (hi - lo)
+    return half * float(np.dot(w, f(lo + half * (x + 1.0))))
+
+
 def separatrix_action(gamma, V0=1.0):
     """Action ``S = oint v dphi`` of the orbit at the barrier energy (unit mass).
 
     The energy a particle loses on that orbit is ``damping * S``; Mel'nikov's
     ``delta = damping * S / theta``. Near ``gamma = 1`` the cubic approximation gives
     ``S = 36 Delta U / (5 omega_p)`` (Buttiker, Harris & Landauer 1983).
-    """
-    from scipy import optimize
 
+    The orbit's left turning point by bisection (the potential falls monotonically
+    from the previous barrier top to the well bottom), the integral by Gauss-Legendre in
+    ``s`` with ``phi = left + (b - left) s^2``, which leaves a smooth integrand: the speed
+    grows as ``sqrt(phi - left)`` from the turning point and falls linearly to the barrier top.
+    """
     a, b = well_bottom(gamma), barrier_top(gamma)
 
     def U(x):
         """The washboard potential ``-V0 (cos x + gamma x)``."""
         return -V0 * (np.cos(x) + gamma * x)
 
-    left = optimize.brentq(lambda x: U(x) - U(b), -np.pi - a, a)
-    value, _ = _integrate().quad(lambda x: np.sqrt(max(2.0 * (U(b) - U(x)), 0.0)), left, b, limit=200)
-    return 2.0 * value
+    top = U(b)
+    lo, hi = -np.pi - a, a  # U - U(b): positive at lo, negative at hi
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid in (lo, hi):
+            break
+        lo, hi = (mid, hi) if U(mid) > top else (lo, mid)
+    left, span = lo, b - lo
+
+    def integrand(s):
+        """Speed at ``phi(s)`` times ``dphi / ds``."""
+        return np.sqrt(np.maximum(2.0 * (top - U(left + span * s * s)), 0.0)) * 2.0 * span * s
+
+    return 2.0 * _gauss(integrand, 0.0, 1.0)
 
 
 def melnikov_depopulation(delta):
@@ -163,13 +196,24 @@ def melnikov_depopulation(delta):
 
     ``A -> delta`` for ``delta -> 0`` (energy-diffusion limit) and ``A -> 1`` for large
     ``delta`` (V. I. Mel'nikov & S. V. Meshkov, J. Chem. Phys. 85, 1018 (1986)).
-    """
-    def integrand(x):
-        """Integrand of Mel'nikov's depopulation factor."""
-        return np.log(-np.expm1(-delta * (x * x + 0.25))) / (x * x + 0.25)
 
-    value, _ = _integrate().quad(integrand, 0.0, np.inf, limit=200)
-    return float(np.exp(value / np.pi))
+    With ``x = tan(t) / 2`` the integral is ``2 int_0^{pi/2} ln(1 - exp(-delta / (4 cos^2 t))) dt``,
+    whose integrand goes from ``ln(delta / (4 cos^2 t))`` to 0 within ``cos t ~ sqrt(delta)``
+    of ``pi / 2``: Gauss-Legendre on panels that halve towards ``pi / 2``, down to ``2^-60``.
+    """
+    delta = float(delta)
+
+    def integrand(t):
+        """``ln(1 - exp(-delta / (4 cos^2 t)))``."""
+        return np.log(-np.expm1(-delta / (4.0 * np.cos(t) ** 2)))
+
+    total, width = 0.0, 0.5 * np.pi
+    lo = 0.0
+    for _ in range(60):
+        width *= 0.5
+        total += _gauss(integrand, lo, lo + width)
+        lo += width
+    return float(np.exp(2.0 * total / np.pi))
 
 
 def escape_rate(gamma, *, V0, damping, theta, form="melnikov", model="underdamped"):
