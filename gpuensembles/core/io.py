@@ -115,6 +115,30 @@ def check_output(path, what: str = "output"):
         raise ValueError(f"{what} {str(path)!r} exists and is not writable")
 
 
+def write_netcdf(ds: xr.Dataset, path):
+    """``ds.to_netcdf(path)`` (NetCDF4), without importing ``distributed`` for a Dataset in memory.
+
+    ``to_netcdf`` asks dask which scheduler runs, importing ``distributed`` to do so (0.6 s of
+    a first call on an H200 host), to choose its file lock and whether to close the file
+    between chunked writes. A Dataset without dask arrays is written at once from this
+    thread whatever the answer, so it goes to the same NetCDF4 store directly, under the
+    netCDF/HDF5 library lock. Dask-backed Datasets take ``to_netcdf``.
+    """
+    if any(v.chunks is not None for v in ds.variables.values()):
+        ds.to_netcdf(path)
+        return
+    from xarray.backends import NetCDF4DataStore
+    from xarray.backends.locks import HDF5_LOCK, NETCDFC_LOCK, combine_locks
+
+    # the lock to_netcdf takes for a write from one thread (netCDF-C and HDF5 are not
+    # thread-safe); without one the store would ask dask for its scheduler again
+    store = NetCDF4DataStore.open(str(path), mode="w", format="NETCDF4", lock=combine_locks([NETCDFC_LOCK, HDF5_LOCK]))
+    try:
+        ds.dump_to_store(store)
+    finally:
+        store.close()
+
+
 def save_result(ds: xr.Dataset, path, name: str) -> tuple:
     """Write ``ds`` to NetCDF ``path``; if that fails, to a fallback file, so no finished work is lost.
 
@@ -142,7 +166,7 @@ def save_result(ds: xr.Dataset, path, name: str) -> tuple:
     """
     existed = Path(path).exists()
     try:
-        ds.to_netcdf(path)
+        write_netcdf(ds, path)
         return Path(path), None
     except (OSError, RuntimeError, ValueError) as err:  # disk full, permissions, netCDF4/HDF5 errors
         first = err
@@ -152,7 +176,7 @@ def save_result(ds: xr.Dataset, path, name: str) -> tuple:
     stem = f"gpuensembles-{name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.nc"
     for folder in (Path.cwd(), Path(tempfile.gettempdir())):
         try:
-            ds.to_netcdf(folder / stem)
+            write_netcdf(ds, folder / stem)
             return folder / stem, first
         except (OSError, RuntimeError, ValueError) as err:
             last = err

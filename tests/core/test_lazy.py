@@ -6,24 +6,42 @@ import sys
 import numpy as np
 import xarray as xr
 
-import gpuensembles  # noqa: F401  (its import defers dask.array in xarray)
-from gpuensembles.core import lazy
+import gpuensembles as ge  # its import defers dask.array in xarray
+from gpuensembles.core import io, lazy
 
 FIRST_RESULT = """
 import sys
-import gpuensembles as ge
-ds = ge.escape_times(damping=0.05, gamma=0.5, D=0.01, h=0.02, realizations=8, max_steps=200, seed=1,
-                     backend="cpu", progress=False)
-ds.to_netcdf(sys.argv[1])
-print(int(ds.escape_time.count()), "dask.array" in sys.modules)
+from gpuensembles import cli
+cli.main(["escape-times", "--damping", "0.05", "--gamma", "0.5", "--D", "0.01", "--h", "0.02", "--realizations",
+          "8", "--max-steps", "200", "--seed", "1", "--backend", "cpu", "--no-progress", "-o", sys.argv[1]])
+print(*(name in sys.modules for name in ("dask.array", "distributed", "scipy.optimize", "scipy.integrate")))
 """
 
 
-def test_a_first_result_and_its_netcdf_do_not_import_dask_array(tmp_path):
+def test_the_readme_job_imports_no_module_it_does_not_use(tmp_path):
+    # xarray's first DataArray would import dask.array, its to_netcdf distributed, and the
+    # run's estimate scipy.optimize and scipy.integrate: about 2 s of a first call together.
     proc = subprocess.run([sys.executable, "-c", FIRST_RESULT, str(tmp_path / "first.nc")], capture_output=True,
                           text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.split()[-1] == "False"
+    assert proc.stdout.split()[-4:] == ["False"] * 4, proc.stdout
+    assert int(ge.open_dataset(tmp_path / "first.nc").escape_time.count()) >= 0
+
+
+def test_results_in_memory_are_written_as_to_netcdf_writes_them(tmp_path):
+    import dask.array as da
+
+    ds = ge.escape_times(damping=0.05, gamma=0.5, D=[0.01, 0.02], h=0.02, realizations=8, max_steps=300, seed=1,
+                         backend="cpu", progress=False)
+    ds.to_netcdf(tmp_path / "xarray.nc")
+    io.write_netcdf(ds, tmp_path / "direct.nc")
+    io.write_netcdf(ds.chunk(realization=4), tmp_path / "chunked.nc")  # dask-backed: through to_netcdf
+    reference = xr.open_dataset(tmp_path / "xarray.nc")
+    for name in ("direct.nc", "chunked.nc"):
+        written = xr.open_dataset(tmp_path / name)
+        assert written.identical(reference), name
+        assert all(written[v].encoding["dtype"] == reference[v].encoding["dtype"] for v in reference.variables)
+    assert isinstance(ds.chunk(realization=4).escape_time.data, da.Array)
 
 
 def test_dask_arrays_stay_dask_arrays_once_dask_array_is_imported():
