@@ -104,7 +104,7 @@ def test_gpu_launched_sweeps_convert_their_arguments_once(monkeypatch):
         np.testing.assert_array_equal(prepared[name].values, through_dispatcher[name].values, err_msg=name)
 
 
-@pytest.mark.filterwarnings("ignore:Grid size")  # numba-cuda on the tiny grid of a test-sized baseline
+@pytest.mark.filterwarnings("ignore:.*Grid size")  # numba-cuda on the tiny grid of a test-sized baseline
 def test_randomness_bound_draws_the_kernels_random_words():
     # The benchmark's bound must draw what the multi-spin kernel draws for each word: the two
     # Philox blocks of its counters (half-sweep, block, site, group 0) and keys.
