@@ -14,6 +14,7 @@ returns ``launch() -> (work, seconds)``: one launch, timed on the device with CU
 The older ``(work, seconds)`` functions call it once after a warm-up launch.
 """
 
+import itertools
 import math
 import time
 
@@ -394,12 +395,11 @@ def philox_bound_launcher(L, half_sweeps=100, items_per_thread=8):
     threads = 128
     blocks = -(-words_per_colour // (threads * items_per_thread))
     seed = np.uint32(1)
-    launches = [0]
+    launches = itertools.count(1)
 
     def launch():
-        launches[0] += 1
-        seconds = event_seconds(cuda, lambda: draws[blocks, threads](lattice, np.uint32(launches[0] * half_sweeps),
-                                                                     seed, key))
+        first_half_sweep = np.uint32(next(launches) * half_sweeps)
+        seconds = event_seconds(cuda, lambda: draws[blocks, threads](lattice, first_half_sweep, seed, key))
         return half_sweeps * L * L // 2, seconds
 
     launch.lattice = lattice  # the device words (a test checks them against the package's draws)

@@ -168,12 +168,8 @@ def gamma_at_barrier(value, *, V0, theta) -> np.ndarray:
         Biases in [0, 1].
     """
     value = np.asarray(value, dtype=float)
-    low, high = np.zeros_like(value), np.ones_like(value)
-    for _ in range(52):
-        mid = 0.5 * (low + high)
-        above = reduced_barrier(mid, V0=V0, theta=theta) > value
-        low, high = np.where(above, mid, low), np.where(above, high, mid)
-    return 0.5 * (low + high)
+    return theory.bisect(lambda g: reduced_barrier(g, V0=V0, theta=theta) > value, np.zeros_like(value),
+                         np.ones_like(value), steps=52)
 
 
 def relaxation_rate(gamma, *, V0, damping, model="underdamped") -> np.ndarray:

@@ -157,6 +157,31 @@ def _gauss(f, lo, hi):
     return half * float(np.dot(w, f(lo + half * (x + 1.0))))
 
 
+def bisect(above, low, high, steps=64):
+    """Where ``above`` turns false between ``low`` and ``high``, by ``steps`` halvings (elementwise).
+
+    Parameters
+    ----------
+    above : callable
+        ``above(x)``: true where the root lies to the right of ``x``.
+    low, high : array_like
+        Brackets: ``above(low)`` true, ``above(high)`` false.
+    steps : int
+        Halvings of the bracket (52 of a unit interval reach double precision).
+
+    Returns
+    -------
+    numpy.ndarray
+        The midpoints of the final brackets.
+    """
+    low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
+    for _ in range(steps):
+        mid = 0.5 * (low + high)
+        right = above(mid)
+        low, high = np.where(right, mid, low), np.where(right, high, mid)
+    return 0.5 * (low + high)
+
+
 def separatrix_action(gamma, V0=1.0):
     """Action ``S = oint v dphi`` of the orbit at the barrier energy (unit mass).
 
@@ -164,7 +189,7 @@ def separatrix_action(gamma, V0=1.0):
     ``delta = damping * S / theta``. Near ``gamma = 1`` the cubic approximation gives
     ``S = 36 Delta U / (5 omega_p)`` (Buttiker, Harris & Landauer 1983).
 
-    The orbit's left turning point by bisection (the potential falls monotonically
+    The orbit's left turning point by :func:`bisect` (the potential falls monotonically
     from the previous barrier top to the well bottom), the integral by Gauss-Legendre in
     ``s`` with ``phi = left + (b - left) s^2``, which leaves a smooth integrand: the speed
     grows as ``sqrt(phi - left)`` from the turning point and falls linearly to the barrier top.
@@ -176,13 +201,8 @@ def separatrix_action(gamma, V0=1.0):
         return -V0 * (np.cos(x) + gamma * x)
 
     top = U(b)
-    lo, hi = -np.pi - a, a  # U - U(b): positive at lo, negative at hi
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid in (lo, hi):
-            break
-        lo, hi = (mid, hi) if U(mid) > top else (lo, mid)
-    left, span = lo, b - lo
+    left = float(bisect(lambda x: U(x) > top, -np.pi - a, a))  # U falls from above U(b) to below it
+    span = b - left
 
     def integrand(s):
         """Speed at ``phi(s)`` times ``dphi / ds``."""
