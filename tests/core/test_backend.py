@@ -113,6 +113,31 @@ def test_numba_cuda_import_warns_nothing_under_numpy_2_5(importer, warns):
     assert (proc.returncode != 0 and "DeprecationWarning" in proc.stderr) == warns, proc.stderr[-2000:]
 
 
+PROBE = """
+import sys
+from numba.cuda.np import arraymath, linalg
+print(int("scipy.linalg" in sys.modules), int(arraymath._HAVE_BLAS), int(arraymath.ensure_blas is linalg.ensure_blas),
+      linalg.ensure_blas.__module__)
+"""
+
+
+@pytest.mark.parametrize("before, expected", [
+    ("from numba import cuda", "1 1 1 numba.cuda.np.linalg"),  # numba-cuda alone loads scipy.linalg
+    ("from gpuensembles.core import backend; backend.cuda_module()", "0 0 1 numba.cuda.np.linalg"),
+    ("import scipy.linalg; from gpuensembles.core import backend; backend.cuda_module()", "1 1 1 numba.cuda.np.linalg"),
+])
+def test_numba_cuda_array_math_loads_without_scipy_linalg(before, expected):
+    # numba-cuda's array math probes for a BLAS by importing scipy.linalg (0.55-0.7 s of a first
+    # GPU call); the package skips that probe for the one import and restores it, and leaves it
+    # alone where scipy.linalg is loaded already.
+    pytest.importorskip("numba_cuda")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    env["PYTHONPATH"] = str(Path(__file__).parent.parent.parent)
+    proc = subprocess.run([sys.executable, "-c", before + PROBE], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split("\n")[-2] == expected
+
+
 def test_freeze_makes_read_only_and_refuses_views():
     frozen = backend.freeze(np.arange(4.0))
     assert not frozen.flags.writeable
