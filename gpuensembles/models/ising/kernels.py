@@ -1,14 +1,16 @@
 """Checkerboard lattice sweeps (2D Ising Metropolis) on both targets.
 
-The physics is in :mod:`gpuensembles.models.metropolis` (one ``numba.jit`` source for
-the CPU and CUDA). This module supplies the loops: half-sweeps over groups of lattices,
+The physics is in :mod:`gpuensembles.models.ising.physics` (one ``numba.jit`` source for
+the CPU and CUDA). This module supplies the loops: the initial lattice, half-sweeps over groups of lattices,
 per-lane counting of flips, magnetization and anti-aligned bonds on measurement sweeps,
 and the accumulation of the measurements into bins (:func:`metropolis.record`).
 
-A run is ``run(lattice, thr, group0, seed, key, geometry, schedule, bins, series)``:
+A run is ``run(lattice, thr, group0, seed, keys, hot, geometry, schedule, bins, series)``:
 
 * ``lattice``: 1-D array of ``n_groups`` blocks of ``2 L S`` items (uint32 words or int8
-  spins), updated in place; ``thr``: the groups' thresholds (``THRESHOLD_STRIDE`` each);
+  spins), filled with the initial lattice (random spins if ``hot``, else all up; drawn with
+  ``keys[1]``, the updates with ``keys[0]``) and returned in its final state; ``thr``: the
+  groups' thresholds (``THRESHOLD_STRIDE`` each);
 * ``geometry = (L, S, strips, systems_per_group, lanes_per_system, n_systems)``: system
   ``s`` (``< n_systems``) of the block is lanes ``[(s % spg) span, + span)`` of group
   ``s // spg``;
@@ -118,21 +120,26 @@ def _system_counts(counts, s, spg, span):
     return down, anti, flips
 
 
+@metropolis.jit
+def _initial_item(i, per_group, multispin, hot, group0, seed, key):
+    """Item ``i`` (int64) of a fresh lattice: all spins up (cold) or independent random spins
+    (hot), a uint32 word of 32 spins (multi-spin) or one int8 spin."""
+    g = i // per_group  # typed as the update's callees are: philox4x32 compiles once
+    r = metropolis.philox4x32(np.uint32(metropolis.START_COUNTER), np.int64(0), i - g * per_group, group0 + g, seed,
+                              key)[0]
+    if multispin:
+        return np.int64(r) if hot else np.int64(0)
+    return np.int64(1 - 2 * np.int64(r & 1)) if hot else np.int64(1)
+
+
 @cached
 @numba.njit(parallel=True)
 def initial_lattice(lattice, multispin, hot, L, S, group0, seed, key):
-    """Fill ``lattice`` with all spins up (cold) or independent random spins (hot)."""
-    n_items = lattice.size
+    """Fill ``lattice`` with all spins up (cold) or independent random spins (hot), on the CPU."""
     per_group = 2 * L * S
-    for item in numba.prange(n_items):
-        i = np.int64(item)  # typed as the update's callees are: philox4x32 compiles once
-        g = i // per_group
-        r = metropolis.philox4x32(np.uint32(metropolis.START_COUNTER), np.int64(0), i - g * per_group, group0 + g, seed,
-                                  key)[0]
-        if multispin:
-            lattice[i] = r if hot else 0
-        else:
-            lattice[i] = 1 - 2 * (r & 1) if hot else 1
+    for item in numba.prange(lattice.size):
+        i = np.int64(item)
+        lattice[i] = _initial_item(i, per_group, multispin, hot, group0, seed, key)
 
 
 # --------------------------------------------------------------------------- CPU
@@ -249,9 +256,11 @@ def cpu_runner(kind: str):
                                    sweeps // every, bins, series)
                 i += 1
 
-    def run(lattice, thr, group0, seed, key, geometry, schedule, bins, series):
+    def run(lattice, thr, group0, seed, keys, hot, geometry, schedule, bins, series):
         L, S, strips, spg, span, n_systems = geometry
         therm, sweeps, every = schedule
+        initial_lattice(lattice, multispin, hot, L, S, np.uint32(group0), np.uint32(seed), keys[1])
+        key = keys[0]
         n_groups = lattice.size // (2 * L * S)
         many = n_groups >= numba.config.NUMBA_NUM_THREADS or n_groups * L * S < _MIN_ITEMS_PER_HALF_SWEEP
         words = words_of(lattice, kind, S, np.empty(0, np.uint32))
@@ -532,6 +541,17 @@ def cuda_runner(kind: str):
             cuda.atomic.add(counts, (g, 0, 0), np.int64(down))
             cuda.atomic.add(counts, (g, 0, 1), np.int64(anti))
 
+    initial_item = device(_initial_item)
+
+    @cached
+    @cuda.jit
+    def initial(lattice, hot, per_group, group0, seed, key):
+        # The initial lattice on the device, item by item as initial_lattice draws it on the CPU.
+        lattice = view(lattice)
+        i = cuda.grid(1)
+        if i < lattice.size:
+            lattice[i] = initial_item(np.int64(i), per_group, multispin, hot, group0, seed, key)
+
     @cached
     @cuda.jit
     def record(counts, i, n_measurements, N, spg, span, n_systems, bins, series):
@@ -621,16 +641,18 @@ def cuda_runner(kind: str):
         for i in range(tid, 2 * words, nt):
             lattice[g * 2 * words + i] = sh[i]
 
-    def run(lattice, thr, group0, seed, key, geometry, schedule, bins, series):
+    def run(lattice, thr, group0, seed, keys, hot, geometry, schedule, bins, series):
         L, S, strips, spg, span, n_systems = geometry
         therm, sweeps, every = schedule
         n_groups = int(lattice.size // (2 * L * S))
-        seed, key, group0 = np.uint32(seed), np.uint32(key), np.uint32(group0)
+        seed, key, group0 = np.uint32(seed), np.uint32(keys[0]), np.uint32(group0)
         with out_of_memory_as_memory_error(f"{n_groups} groups of {L} x {L} lattices"):
-            d_lattice, d_thr, d_bins, d_series = (cuda.to_device(a) for a in (lattice, thr, bins, series))
+            d_lattice = cuda.device_array_like(lattice)
+            d_thr, d_bins, d_series = (cuda.to_device(a) for a in (thr, bins, series))
             d_counts = cuda.to_device(np.zeros((n_groups, 32, _COUNTS), dtype=np.int64))
         stream = cuda.stream()
         with launching("ising", stream):
+            initial[-(-lattice.size // 256), 256, stream](d_lattice, hot, 2 * L * S, group0, seed, np.uint32(keys[1]))
             if multispin and not strips and L <= RESIDENT_MAX_L:
                 threads = min(resident_threads(), -(-(L * S) // 32) * 32)
                 resident[n_groups, threads, stream, 8 * L * S](d_lattice, d_thr, group0, seed, key, L, S, therm,
@@ -676,5 +698,5 @@ def cuda_runner(kind: str):
 
         return sweep
 
-    run.kernels = tuple(k for k in (half_sweep, half_sweep_sites, measure, record, resident) if k is not None)
+    run.kernels = tuple(k for k in (initial, half_sweep, half_sweep_sites, measure, record, resident) if k is not None)
     return run

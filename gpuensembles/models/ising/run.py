@@ -254,8 +254,6 @@ def _run_groups(setup, schedule, start, stop) -> dict:
     L, S, spg = setup.L, setup.S, setup.spg
     multispin = setup.kernel == "multispin"
     lattice = np.empty((stop - start) * 2 * L * S, dtype=np.uint32 if multispin else np.int8)
-    lattices.initial_lattice(lattice, multispin, setup.hot, L, S, np.uint32(start), np.uint32(setup.seed),
-                             setup.keys[1])
     n_systems = min(stop * spg, setup.n_systems) - start * spg
     bins = np.zeros((n_systems, setup.n_bins, len(BIN_QUANTITIES)))
     series = np.zeros((n_systems, setup.n_series, 2))
@@ -264,7 +262,7 @@ def _run_groups(setup, schedule, start, stop) -> dict:
     backend = _backend.resolve(setup.backend)
     run = lattices.cuda_runner(setup.kernel) if backend == "cuda" else lattices.cpu_runner(setup.kernel)
     geometry = (L, S, setup.layout == "strips", spg, setup.span, n_systems)
-    run(lattice, thr, start, setup.seed, setup.keys[0], geometry, schedule, bins, series)
+    run(lattice, thr, start, setup.seed, setup.keys, setup.hot, geometry, schedule, bins, series)
 
     def per_group(values):
         out = np.zeros(((stop - start) * spg,) + values.shape[1:], values.dtype)
