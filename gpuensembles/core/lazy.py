@@ -35,27 +35,38 @@ def lazy_module(name: str):
     return module
 
 
-class _DaskAsDuckArrays:
-    """xarray's record of dask as a source of duck arrays, without importing ``dask.array``.
+class _DeferredDuckArrays:
+    """xarray's record of a source of duck arrays (dask, CuPy), without importing it.
 
-    xarray asks, for every new ``DataArray``, whether its data is a ``dask.array.Array``; to
-    ask, it imports ``dask.array`` (with ``scipy.sparse``, ``numpy.f2py`` ...): 0.8-1.1 s of
-    the first GPU call on an H200 host, for results that are never dask arrays. No data can
-    be a dask array before ``dask.array`` is imported, so this record gives xarray the type
-    once someone has imported it, and no type before. Version and module are read on demand.
+    xarray asks, for every new ``DataArray``, whether its data is a ``dask.array.Array``,
+    and in some operations whether it is a ``cupy.ndarray``; to ask, it imports
+    ``dask.array`` (with ``scipy.sparse``, ``numpy.f2py`` ...: 0.8-1.1 s of the first GPU call
+    on an H200 host) or CuPy (0.13 s there), for results that are never either. No data can be
+    such an array before its module is imported, so this record gives xarray the type once
+    someone has imported the module, and no type before. Module and version are read on demand.
+
+    Parameters
+    ----------
+    package : str
+        The package xarray names (``"dask"``, ``"cupy"``).
+    array_module, array_name : str
+        Where the array type lives (``"dask.array"``, ``"Array"``).
     """
 
     available = True
 
+    def __init__(self, package: str, array_module: str, array_name: str):
+        self._package, self._array_module, self._array_name = package, array_module, array_name
+
     @property
     def type(self) -> tuple:
-        module = sys.modules.get("dask.array")
-        array = getattr(module, "Array", None)  # None while dask.array is half imported
+        module = sys.modules.get(self._array_module)
+        array = getattr(module, self._array_name, None)  # None while the module is half imported
         return () if array is None else (array,)
 
     @property
     def module(self):
-        return importlib.import_module("dask")
+        return importlib.import_module(self._package)
 
     @property
     def version(self):
@@ -64,19 +75,28 @@ class _DaskAsDuckArrays:
         return Version(self.module.__version__)
 
 
-def defer_dask_array_import() -> bool:
-    """Let xarray build arrays without importing ``dask.array`` until someone else does.
+#: The duck-array sources xarray would import to check new arrays: (package, module, type).
+DEFERRED_DUCK_ARRAYS = (("dask", "dask.array", "Array"), ("cupy", "cupy", "ndarray"))
 
-    Enters :class:`_DaskAsDuckArrays` in xarray's cache of duck-array modules (the private
-    ``xarray.namedarray.pycompat._cached_duck_array_modules``) if dask is installed, xarray
-    has that cache and has not yet filled its entry for dask. Returns whether it did.
+
+def defer_duck_array_imports() -> tuple:
+    """Let xarray build arrays without importing ``dask.array`` or CuPy until someone else does.
+
+    Enters a :class:`_DeferredDuckArrays` in xarray's cache of duck-array modules (the private
+    ``xarray.namedarray.pycompat._cached_duck_array_modules``) for each package of
+    :data:`DEFERRED_DUCK_ARRAYS` that is installed and whose entry xarray has not yet filled,
+    if xarray has that cache. Returns the packages it deferred.
     """
     try:
         from xarray.namedarray import pycompat
     except ImportError:
-        return False
+        return ()
     cache = getattr(pycompat, "_cached_duck_array_modules", None)
-    if not isinstance(cache, dict) or "dask" in cache or importlib.util.find_spec("dask") is None:
-        return False
-    cache["dask"] = _DaskAsDuckArrays()
-    return True
+    if not isinstance(cache, dict):
+        return ()
+    deferred = []
+    for package, array_module, array_name in DEFERRED_DUCK_ARRAYS:
+        if package not in cache and importlib.util.find_spec(package) is not None:
+            cache[package] = _DeferredDuckArrays(package, array_module, array_name)
+            deferred.append(package)
+    return tuple(deferred)

@@ -1,4 +1,4 @@
-"""Imports deferred to first use: xarray's check for dask arrays without ``dask.array``."""
+"""Imports deferred to first use: xarray's checks for dask and CuPy arrays without importing either."""
 
 import subprocess
 import sys
@@ -54,7 +54,7 @@ def test_dask_arrays_stay_dask_arrays_once_dask_array_is_imported():
 
 
 def test_the_record_answers_what_xarrays_own_would(monkeypatch):
-    record = lazy._DaskAsDuckArrays()
+    record = lazy._DeferredDuckArrays("dask", "dask.array", "Array")
     monkeypatch.delitem(sys.modules, "dask.array", raising=False)
     assert record.type == ()  # no dask array can exist yet
     import dask
@@ -62,9 +62,31 @@ def test_the_record_answers_what_xarrays_own_would(monkeypatch):
     assert record.available and record.module is dask and str(record.version) == dask.__version__
 
 
-def test_xarray_with_its_record_filled_is_left_alone(monkeypatch):
+def test_an_installed_array_package_is_deferred_until_imported(tmp_path, monkeypatch):
+    # CuPy's place, taken by a package of this test (CuPy itself needs a GPU to install)
+    (tmp_path / "fakecupy").mkdir()
+    (tmp_path / "fakecupy" / "__init__.py").write_text("__version__ = '13.1'\nclass ndarray:\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
     from xarray.namedarray import pycompat
 
-    monkeypatch.setattr(pycompat, "_cached_duck_array_modules", {"dask": "xarray's own"})
-    assert not lazy.defer_dask_array_import()
-    assert pycompat._cached_duck_array_modules == {"dask": "xarray's own"}
+    dask_record = lazy._DeferredDuckArrays("dask", "dask.array", "Array")
+    monkeypatch.setattr(pycompat, "_cached_duck_array_modules", {"dask": dask_record})
+    fake = ("fakecupy", "fakecupy", "ndarray")
+    monkeypatch.setattr(lazy, "DEFERRED_DUCK_ARRAYS", lazy.DEFERRED_DUCK_ARRAYS + (fake,))
+    deferred = lazy.defer_duck_array_imports()
+    assert "fakecupy" in deferred and "dask" not in deferred
+    record = pycompat._cached_duck_array_modules["fakecupy"]
+    assert pycompat.array_type("fakecupy") == () and "fakecupy" not in sys.modules  # asked, not imported
+    import fakecupy
+
+    assert pycompat.array_type("fakecupy") == (fakecupy.ndarray,) and str(record.version) == "13.1"
+    monkeypatch.delitem(sys.modules, "fakecupy")
+
+
+def test_xarray_with_its_records_filled_is_left_alone(monkeypatch):
+    from xarray.namedarray import pycompat
+
+    filled = {package: "xarray's own" for package, _, _ in lazy.DEFERRED_DUCK_ARRAYS}
+    monkeypatch.setattr(pycompat, "_cached_duck_array_modules", dict(filled))
+    assert lazy.defer_duck_array_imports() == ()
+    assert pycompat._cached_duck_array_modules == filled
