@@ -15,6 +15,7 @@ import contextlib
 import functools
 import os
 import re
+import sys
 import threading
 import warnings
 import weakref
@@ -62,8 +63,6 @@ def _load_cuda_array_math_without_blas_probe():
     unchanged. Where :mod:`scipy.linalg` is already loaded the probe is free and left alone,
     as it is under the CUDA simulator and in a numba-cuda laid out differently.
     """
-    import sys
-
     with _ARRAY_MATH_LOCK:
         if "scipy.linalg" in sys.modules or "numba.cuda.np.arraymath" in sys.modules or simulating_cuda():
             return

@@ -1,9 +1,9 @@
 """Checkerboard lattice sweeps (2D Ising Metropolis) on both targets.
 
 The physics is in :mod:`gpuensembles.models.ising.physics` (one ``numba.jit`` source for
-the CPU and CUDA). This module supplies the loops: the initial lattice, half-sweeps over groups of lattices,
-per-lane counting of flips, magnetization and anti-aligned bonds on measurement sweeps,
-and the accumulation of the measurements into bins (:func:`metropolis.record`).
+the CPU and CUDA). This module supplies the loops: the initial lattice, half-sweeps over
+groups of lattices, per-lane counting of flips, magnetization and anti-aligned bonds on
+measurement sweeps, and the accumulation of the measurements into bins (:func:`metropolis.record`).
 
 A run is ``run(lattice, thr, group0, seed, keys, hot, geometry, schedule, bins, series)``:
 
@@ -124,12 +124,12 @@ def _system_counts(counts, s, spg, span):
 def _initial_item(i, per_group, multispin, hot, group0, seed, key):
     """Item ``i`` (int64) of a fresh lattice: all spins up (cold) or independent random spins
     (hot), a uint32 word of 32 spins (multi-spin) or one int8 spin."""
+    if not hot:  # nothing to draw
+        return np.int64(0) if multispin else np.int64(1)
     g = i // per_group  # typed as the update's callees are: philox4x32 compiles once
     r = metropolis.philox4x32(np.uint32(metropolis.START_COUNTER), np.int64(0), i - g * per_group, group0 + g, seed,
                               key)[0]
-    if multispin:
-        return np.int64(r) if hot else np.int64(0)
-    return np.int64(1 - 2 * np.int64(r & 1)) if hot else np.int64(1)
+    return np.int64(r) if multispin else np.int64(1 - 2 * np.int64(r & 1))
 
 
 @cached
