@@ -373,7 +373,7 @@ def philox_bound_launcher(L, half_sweeps=100, items_per_thread=8):
     from gpuensembles.models.ising import physics
 
     cuda = _backend.cuda_module()
-    philox = physics.philox4x32
+    draw = physics.draw_block
     words_per_colour = L * (L // 64)
     key = physics.philox_key(L, physics.TAG_MULTISPIN)
 
@@ -386,8 +386,8 @@ def philox_bound_launcher(L, half_sweeps=100, items_per_thread=8):
             for k in range(items_per_thread):
                 site = np.uint32(first + np.uint32(32 * k))
                 if site < np.uint32(words_per_colour):
-                    a0, a1, a2, a3 = philox(hs, np.int64(0), site, np.uint32(0), seed, key)
-                    b0, b1, b2, b3 = philox(hs, np.int64(1), site, np.uint32(0), seed, key)
+                    a0, a1, a2, a3 = draw(hs, site, np.uint32(0), np.int64(0), seed, key)
+                    b0, b1, b2, b3 = draw(hs, site, np.uint32(0), np.int64(1), seed, key)
                     at = np.uint64((hs & np.uint32(1)) * np.uint32(words_per_colour) + site)
                     lattice[at] = np.uint32(lattice[at] ^ a0 ^ a1 ^ a2 ^ a3 ^ b0 ^ b1 ^ b2 ^ b3)
 

@@ -41,6 +41,11 @@ def _simulator_cases() -> dict:
                         realizations=3, series=True, snapshot=True, seed=7,
                         kernel="int8" if path == "int8" else "multispin", progress=False)
              for path in ("resident", "launched", "int8")}
+    # the launched multi-spin kernel on one 64^2 lattice in strips (STRIPS_MIN_L lowered to 64),
+    # and with room for one word set aside per warp (the others finished at once): 40 rows take
+    # three blocks of the simulator's 2 x 8 rows, 20 words a row a partial warp
+    ising["launched-strips"] = dict(ising["launched"], L=64, beta=0.44, realizations=1)
+    ising["launched-crowded"] = dict(ising["launched"], L=40)
     # two values of p, a partial word of clones, runs that word 0 solves early (word 1 must
     # then stop early) and runs censored at the timeout
     xorsat = dict(N=24, instance_seed=4, p=[0.05, 0.5], clones=40, runs=2, timeout=12, seed=1, progress=False)

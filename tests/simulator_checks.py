@@ -25,6 +25,7 @@ from gpuensembles.core import backend as _backend  # noqa: E402
 from gpuensembles.core import rng  # noqa: E402
 from gpuensembles.core.templates import coupled, walks  # noqa: E402
 from gpuensembles.models.ising import kernels as lattices  # noqa: E402
+from gpuensembles.models.ising import run as ising_model  # noqa: E402
 from tests.round_case import trial_round  # noqa: E402
 
 cuda = _backend.cuda_module()
@@ -93,11 +94,13 @@ def kuramoto(path):
     return {"r": ds.r.values.tolist(), "density": ds.density.values.tolist(), "device": ds.attrs["device"]}
 
 
-RESIDENT_MAX_L = lattices.RESIDENT_MAX_L
+RESIDENT_MAX_L, STRIPS_MIN_L, WARP_ROOM = lattices.RESIDENT_MAX_L, ising_model.STRIPS_MIN_L, lattices._WARP_ROOM
 
 
 def ising(path):
-    lattices.RESIDENT_MAX_L = 0 if path == "launched" else RESIDENT_MAX_L
+    lattices.RESIDENT_MAX_L = 0 if path.startswith("launched") else RESIDENT_MAX_L
+    ising_model.STRIPS_MIN_L = 64 if path == "launched-strips" else STRIPS_MIN_L
+    lattices._WARP_ROOM = 1 if path == "launched-crowded" else WARP_ROOM
     ds = ge.ising(backend="cuda", **CASES["ising"][path])
     return {name: ds[name].values.tolist() for name in ds.data_vars} | {"device": ds.attrs["device"]}
 

@@ -7,6 +7,7 @@ import pytest
 import gpuensembles as ge
 from gpuensembles.core import rng
 from gpuensembles.core.templates import coupled
+from gpuensembles.models.ising import run as ising_model
 from tests.round_case import trial_round
 
 
@@ -86,10 +87,15 @@ def test_simulator_kuramoto_variants_equal_cpu(simulated, simulator_cases, varia
     assert sim["density"] == cpu.density.values.tolist()
 
 
-@pytest.mark.parametrize("path", ["resident", "launched", "int8"])
-def test_simulator_ising_equals_cpu_bit_for_bit(simulated, simulator_cases, path):
+ISING_PATHS = ("resident", "launched", "launched-strips", "launched-crowded", "int8")
+
+
+@pytest.mark.parametrize("path", ISING_PATHS)
+def test_simulator_ising_equals_cpu_bit_for_bit(monkeypatch, simulated, simulator_cases, path):
     # Integer-only arithmetic: every path must reproduce the CPU chains exactly.
+    monkeypatch.setattr(ising_model, "STRIPS_MIN_L", 64)  # the layout of every case as the simulator ran it
     cpu = ge.ising(backend="cpu", **simulator_cases["ising"][path])
+    assert ("strips" in cpu.attrs["layout"]) == (path == "launched-strips")
     sim = simulated[f"ising-{path}"]
     assert sim.pop("device") == "CUDA simulator"
     assert set(sim) == set(cpu.data_vars)
@@ -135,7 +141,7 @@ LAUNCH_SITES |= {f"mcls-{method}-{estimator}": {"walks", "walk_reduce"} for meth
                  for estimator in ("collision", "expected")}
 LAUNCH_SITES |= {f"langevin-{case}": {"trajectories"} for case in ("underdamped-srk2", "overdamped-srk2",
                                                                    "underdamped-euler")}
-LAUNCH_SITES |= {f"ising-{path}": {"ising"} for path in ("resident", "launched", "int8")}
+LAUNCH_SITES |= {f"ising-{path}": {"ising"} for path in ISING_PATHS}
 
 
 def test_every_simulated_public_run_is_checked_for_launches(simulated):

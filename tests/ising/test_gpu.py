@@ -107,7 +107,7 @@ def test_gpu_launched_sweeps_convert_their_arguments_once(monkeypatch):
 @pytest.mark.filterwarnings("ignore:.*Grid size")  # numba-cuda on the tiny grid of a test-sized baseline
 def test_randomness_bound_draws_the_kernels_random_words():
     # The benchmark's bound must draw what the multi-spin kernel draws for each word: the two
-    # Philox blocks of its counters (half-sweep, block, site, group 0) and keys.
+    # Philox blocks of its counters (half-sweep, site, group 0, block) and keys.
     from benchmarks import baselines
     from gpuensembles.models.ising import physics
 
@@ -121,7 +121,7 @@ def test_randomness_bound_draws_the_kernels_random_words():
         for site in (0, 1, 95, words.shape[1] - 1):
             expected = 0
             for block in range(2):
-                for w in physics.philox4x32(np.uint32(2 + colour), np.int64(block), np.uint32(site), np.uint32(0),
+                for w in physics.philox4x32(np.uint32(2 + colour), np.uint32(site), np.uint32(0), np.int64(block),
                                             np.uint32(1), key):
                     expected ^= int(w)
             assert int(words[colour, site]) == expected, (colour, site)

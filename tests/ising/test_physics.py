@@ -7,61 +7,89 @@ from gpuensembles.models.ising import physics
 
 
 def _reference(dE4, dE8, p4, p8, seed, key, half_sweep, site, group):
-    """Lane ``l`` accepts iff its own 32-bit ``U < P``, bit ``31 - (4 b + k)`` of ``U`` being bit
-    ``l`` of word ``k`` of Philox block ``b`` (the whole ``U``: the kernel stops reading bits
-    once every lane is decided, which cannot change a decision)."""
-    words = [int(w) for b in range(8) for w in philox4x32(half_sweep, b, site, group, seed, key)]
-    accepted = 0
+    """Lane ``l`` at dE > 0 accepts iff its own 32-bit ``U < P`` (the others always): bit
+    ``31 - (4 b + k)`` of ``U`` is bit ``l`` of word ``k`` of Philox block ``b`` (b = 0, 1);
+    where those 8 bits equal ``P``'s, the low 24 bits are the top 24 of word ``m % 4`` of block
+    ``2 + m // 4``, ``m`` the lane's rank among such lanes of the word (from the least
+    significant)."""
+    def block(b):
+        return [int(w) for w in philox4x32(half_sweep, site, group, b, seed, key)]
+
+    planes = block(0) + block(1)
+    accepted, m = 0, 0
     for lane in range(32):
         bit = 1 << lane
-        if (dE4 | dE8) & bit:
-            u = sum(((words[k] >> lane) & 1) << (31 - k) for k in range(32))
-            accepted |= bit if u < int(p4[lane] if dE4 & bit else p8[lane]) else 0
+        if not (dE4 | dE8) & bit:
+            accepted |= bit  # dE < 0
+        else:
+            p = int(p4[lane] if dE4 & bit else p8[lane])
+            top = sum(((planes[k] >> lane) & 1) << (7 - k) for k in range(8))
+            if top == p >> 24:
+                top = (top << 24) | (block(2 + m // 4)[m % 4] >> 8)
+                m += 1
+            else:
+                top <<= 24
+            accepted |= bit if top < p else 0
     return accepted
 
 
 def _accept(dE4, dE8, table, *args):
-    return physics.accept_lanes(np.uint32(dE4 | dE8), np.uint32(dE4), np.uint32(0), table, 0, *args, 0,
-                                physics.BLOCKS)
+    """The package's decisions: :func:`physics.decide_head` (from neighbour words giving these
+    classes) then :func:`physics.finish_lanes`; ``(accepted, lanes finished)``."""
+    # a word of zeros: its neighbours are all 0 at dE8 lanes, all but one 0 at dE4 lanes and
+    # two 1 at the other lanes (dE < 0: always flipped)
+    up, down, zero = ~np.uint32(dE8), ~np.uint32(dE4 | dE8), np.uint32(0)
+    flip, undecided, d4 = physics.decide_head(zero, up, down, zero, zero, table, 0, *args)
+    assert int(d4) == int(undecided) & int(dE4)
+    return np.uint32(flip | physics.finish_lanes(undecided, d4, table, 0, *args)), undecided
 
 
 def test_accept_lanes_matches_the_lane_by_lane_reference():
     rng = np.random.default_rng(3)
-    checked = deferred = 0
+    checked = finished = 0
     for trial in range(400):
         beta = rng.uniform(0.0, 1.2, 32)
         p4, p8 = physics.thresholds(beta)
-        table = np.concatenate([physics.bit_planes(p4), physics.bit_planes(p8)])
-        # all 32 lanes in half the trials: words whose lanes need more than one Philox block
+        table = physics.threshold_table(p4, p8)
+        # all 32 lanes in half the trials: words with several lanes left after the head
         candidates = np.uint32(2**32 - 1 if trial % 2 else rng.integers(0, 2**32))
         dE8 = np.uint32(candidates & np.uint32(rng.integers(0, 2**32)))
         dE4 = np.uint32(candidates & ~dE8)
         seed, key = np.uint32(rng.integers(0, 2**32)), np.uint32(rng.integers(0, 2**32))
         args = (seed, key, int(trial), int(rng.integers(0, 2**20)), int(rng.integers(0, 64)))
-        got, left = _accept(dE4, dE8, table, *args)
+        got, undecided = _accept(dE4, dE8, table, *args)
         assert int(got) == _reference(int(dE4), int(dE8), p4, p8, *args)
-        assert int(got) & ~int(dE4 | dE8) == 0 and left == 0
-        # as the GPU kernels take it: the first blocks, then the lanes left from where they stopped
-        for split in (1, physics.HEAD_BLOCKS):
-            head, undecided = physics.accept_lanes(dE4 | dE8, dE4, np.uint32(0), table, 0, *args, 0, split)
-            assert int(head) & int(undecided) == 0
-            tail, left = physics.accept_lanes(undecided, undecided & dE4, head, table, 0, *args, split,
-                                              physics.BLOCKS)
-            assert tail == got and left == 0
-            deferred += bin(int(undecided)).count("1")
+        assert int(got) | int(dE4 | dE8) == 2**32 - 1  # every dE < 0 lane flips
         checked += bin(int(candidates)).count("1")
-    assert checked > 5000 and deferred > 300
+        finished += bin(int(undecided)).count("1")
+    assert checked > 5000 and finished > 20
+
+
+def test_finish_lanes_reads_a_second_block_past_four_lanes():
+    # six lanes left: lanes 4 and 5 of the rank order take words 0 and 1 of block 3
+    p4, p8 = physics.thresholds(np.full(32, 0.3))
+    table = physics.threshold_table(p4, p8)
+    lanes = [1, 3, 8, 20, 21, 30]
+    undecided = np.uint32(sum(1 << lane for lane in lanes))
+    args = (np.uint32(7), np.uint32(9), 4, 77, 2)
+    got = physics.finish_lanes(undecided, np.uint32(1 << 21), table, 0, *args)
+    words = [int(w) for b in (2, 3) for w in philox4x32(4, 77, 2, b, 7, 9)]
+    expected = 0
+    for m, lane in enumerate(lanes):
+        p = int(p4[lane] if lane == 21 else p8[lane])
+        expected |= (1 << lane) if (words[m] >> 8) < (p & 0xFFFFFF) else 0
+    assert int(got) == expected
 
 
 def test_accept_lanes_accepts_with_probability_p():
     # one lane at a time: the acceptance frequency is P / 2^32 within 4 standard errors
     for beta in (0.2, 0.4406868, 0.9):
         p4, p8 = physics.thresholds(np.full(32, beta))
-        table = np.concatenate([physics.bit_planes(p4), physics.bit_planes(p8)])
+        table = physics.threshold_table(p4, p8)
         n = 20_000
-        hits4 = sum(int(_accept(1 << 7, 0, table, 9, 5, t, 11, 0)[0]) >> 7
+        hits4 = sum((int(_accept(1 << 7, 0, table, 9, 5, t, 11, 0)[0]) >> 7) & 1
                     for t in range(n))
-        hits8 = sum(int(_accept(0, 1 << 30, table, 9, 5, t, 11, 0)[0]) >> 30
+        hits8 = sum((int(_accept(0, 1 << 30, table, 9, 5, t, 11, 0)[0]) >> 30) & 1
                     for t in range(n))
         for hits, p in ((hits4, p4[0]), (hits8, p8[0])):
             q = float(p) / 2**32

@@ -79,8 +79,7 @@ def _update_word_head(lattice, base, c, y, j, L, S, strips, thr, seed, key, hs, 
 @metropolis.jit
 def _finish_word(lattice, at, undecided, dE4, thr, seed, key, hs, site, group):
     """Decide the lanes :func:`_update_word_head` left undecided and flip the accepted ones."""
-    accepted, _ = metropolis.accept_lanes(undecided, dE4, np.uint32(0), thr, np.int64(0), seed, key, hs, site, group,
-                                          np.int64(metropolis.HEAD_BLOCKS), np.int64(metropolis.BLOCKS))
+    accepted = metropolis.finish_lanes(undecided, dE4, thr, np.int64(0), seed, key, hs, site, group)
     lattice[at] = np.uint32(lattice[at] ^ accepted)
     return accepted
 
@@ -282,11 +281,15 @@ RESIDENT_THREADS_VARIABLE = "GPUENSEMBLES_ISING_RESIDENT_THREADS"
 _ALL_LANES = 0xFFFFFFFF
 _TRANSPOSE = ((16, 0x0000FFFF), (8, 0x00FF00FF), (4, 0x0F0F0F0F), (2, 0x33333333), (1, 0x55555555))
 
-#: Update items per thread of the launched half-sweep kernel: one-off work (thresholds, key
-#: schedule, row indices, finishing the words set aside) is shared by that many items. On an
-#: H200 (16384^2, one session), multi-spin: 8 items 2251-2260 flips/ns, 4 items 2092, 16 items
-#: 2144; int8: 4 items beat 1 by 30%, 8 gained nothing more.
+#: Update items per thread of the launched half-sweep kernels: one-off work (thresholds, key
+#: schedule, row indices, finishing the words set aside) is shared by that many items. The
+#: multi-spin kernel takes a column of that many rows; int8 (H200, 16384^2) stretches of a row:
+#: 4 items beat 1 by 30%, 8 gained nothing more.
 _ITEMS_PER_THREAD = {"multispin": 8, "int8": 4}
+#: Words a warp of the launched multi-spin kernel can set aside (shared memory, 16 bytes each):
+#: at most 11.8 % of its 256 words have lanes left after ``HEAD_BLOCKS`` (2^-8 per lane at
+#: dE > 0, any beta), 30 +- 5 on average; a word that finds no room is finished at once.
+_WARP_ROOM = 64
 #: Rows per block of the launched kernels (blocks of 32 x _BLOCK_ROWS threads): 4 was a
 #: little faster than 8 on an H200, for both kernels.
 _BLOCK_ROWS = 4
@@ -367,6 +370,49 @@ def _lane_count_device():
     return lane_count
 
 
+def _warp_rank_device():
+    """``(warp_rank(flag, buf), warp_barrier())``: ``warp_rank`` gives a thread how many threads
+    of its warp below it have ``flag`` set, and how many in all (every thread of a full warp
+    takes part); ``warp_barrier`` orders the shared-memory writes of a warp before its reads.
+
+    On a GPU: ``ballot_sync`` and ``syncwarp``. The CUDA simulator has neither: there the
+    flags go through shared memory ``buf`` between two block barriers, and ``warp_barrier`` is
+    a block barrier (every thread of the block must take part in both).
+    """
+    if simulating_cuda():
+        @cuda.jit(device=True)
+        def warp_rank(flag, buf):
+            t = cuda.threadIdx.y * cuda.blockDim.x + cuda.threadIdx.x
+            buf[t] = np.uint32(1 if flag else 0)
+            cuda.syncthreads()
+            first = t - (t & 31)
+            below = 0
+            total = 0
+            for k in range(first, first + 32):
+                total += buf[k]
+                if k < t:
+                    below += buf[k]
+            cuda.syncthreads()
+            return below, total
+
+        @cuda.jit(device=True)
+        def warp_barrier():
+            cuda.syncthreads()
+
+        return warp_rank, warp_barrier
+
+    @cuda.jit(device=True)
+    def warp_rank(flag, buf):
+        votes = np.uint32(cuda.ballot_sync(_ALL_LANES, flag))
+        return cuda.popc(votes & np.uint32(cuda.lanemask_lt())), cuda.popc(votes)
+
+    @cuda.jit(device=True)
+    def warp_barrier():
+        cuda.syncwarp(_ALL_LANES)
+
+    return warp_rank, warp_barrier
+
+
 @functools.cache
 def cuda_runner(kind: str):
     """``run(...)`` (see the module docstring) for CUDA: resident or launched per half-sweep."""
@@ -388,33 +434,27 @@ def cuda_runner(kind: str):
 
     head = device(_update_word_head)
     finish_word = device(_finish_word)
+    decide_head = device(metropolis.decide_head)
+    finish_lanes = device(metropolis.finish_lanes)
+    warp_rank, warp_barrier = _warp_rank_device()
 
-    def setting_aside(room_checked):
-        """``update(lat, base, c, y, j, L, S, strips, thr, seed, key, hs, group, aside, n_aside)``.
-
-        The word's first HEAD_BLOCKS Philox blocks; a word with lanes still undecided (~10 %
-        at beta_c) is set aside in ``aside`` for finish_set_aside: every thread of a warp then
-        waits for two blocks, not for the slowest word of the warp (up to eight). With
-        ``room_checked`` a word that finds ``aside`` full is finished at once (the resident
-        kernel, whose half-sweeps can outnumber its room); without, ``aside`` must hold every
-        word of a half-sweep (the launched kernel: that check cost it 2 % on an H200).
-        """
-
-        @cuda.jit(device=True)
-        def update(lat, base, c, y, j, L, S, strips, thr, seed, key, hs, group, aside, n_aside):
-            w, s, flip, undecided, dE4 = head(lat, base, c, y, j, L, S, strips, thr, seed, key, hs, group)
-            lat[w] = np.uint32(s ^ flip)
-            if undecided != 0:
-                slot = cuda.atomic.add(n_aside, c, 1)
-                if not room_checked or slot < aside.shape[0]:
-                    aside[slot, 0] = np.uint32(w - base)
-                    aside[slot, 1] = undecided
-                    aside[slot, 2] = dE4
-                else:
-                    flip |= np.uint32(finish_word(lat, w, undecided, dE4, thr, seed, key, hs, y * S + j, group))
-            return flip
-
-        return update
+    @cuda.jit(device=True)
+    def resident_update(lat, base, c, y, j, L, S, strips, thr, seed, key, hs, group, aside, n_aside):
+        """The word's first HEAD_BLOCKS Philox blocks; a word with lanes still undecided (~10 %
+        at beta_c) is set aside in ``aside`` for finish_set_aside (every thread of a warp then
+        waits for two blocks, not for the slowest word of the warp: up to eight), or finished
+        at once when ``aside`` is full."""
+        w, s, flip, undecided, dE4 = head(lat, base, c, y, j, L, S, strips, thr, seed, key, hs, group)
+        lat[w] = np.uint32(s ^ flip)
+        if undecided != 0:
+            slot = cuda.atomic.add(n_aside, c, 1)
+            if slot < aside.shape[0]:
+                aside[slot, 0] = np.uint32(w - base)
+                aside[slot, 1] = undecided
+                aside[slot, 2] = dE4
+            else:
+                flip |= np.uint32(finish_word(lat, w, undecided, dE4, thr, seed, key, hs, y * S + j, group))
+        return flip
 
     @cuda.jit(device=True)
     def finish_set_aside(lat, base, c, L, S, thr, seed, key, hs, group, aside, n_aside, count, buf):
@@ -452,8 +492,6 @@ def cuda_runner(kind: str):
                 t = np.uint32(t + np.uint32(cuda.blockDim.x * cuda.blockDim.y))
         cuda.syncthreads()
 
-    launched_update, resident_update = setting_aside(False), setting_aside(True)
-    launched_room = per_thread * 32 * _BLOCK_ROWS  # every word of a launched block
 
     @cuda.jit(device=True)
     def next_item(y, j, dy, dj, S):
@@ -472,47 +510,110 @@ def cuda_runner(kind: str):
         def half_sweep(lattice, words, thr, c, row, g0, n_groups, L, S, strips, seed, key, hs, group0, count, counts):
             # Grid (items of a row / (32 K), L / R, groups), blocks (32, R) (R = _BLOCK_ROWS): a
             # warp takes K = per_thread stretches of 32 items of a row.
-            buf = cuda.shared.array(buf_size, dtype=numba.uint32)
             lattice, words, thr = view(lattice), view(words), view(thr)
             y = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
             g = g0 + cuda.blockIdx.z
-            if multispin:  # 64 bit planes, read bit-serially: shared memory
-                table = cuda.shared.array(64, dtype=numba.uint32)
-                aside = cuda.shared.array((launched_room, 3), dtype=numba.uint32)
-                n_aside = cuda.shared.array(2, dtype=numba.int32)  # words set aside, by colour
-                if cuda.threadIdx.x == 0 and cuda.threadIdx.y == 0:
-                    n_aside[0] = n_aside[1] = 0
-                load_thresholds(table, thr, g, n_groups)
-                tbase = 0
-            else:  # two thresholds: straight from global memory, no barrier
-                table = thr
-                tbase = g * stride
             active = g < n_groups and y < L
             base = g * 2 * L * S
             q = np.uint32(cuda.blockIdx.x * (32 * per_thread) + cuda.threadIdx.x)
             n = 0
             for _ in range(per_thread):
-                f = np.uint32(0)
                 if active and q < np.uint32(row):
-                    if multispin:
-                        f = launched_update(lattice, base, c, y, q, L, S, strips, table, seed, key, hs, group0 + g,
-                                            aside, n_aside)
-                    else:
-                        f = np.uint32(update(lattice, words, base, tbase, c, y, q, L, S, strips, table, seed, key,
-                                             hs, group0 + g))
-                if count:
-                    n += lane_count(f, buf) if multispin else f
+                    n += np.uint32(update(lattice, words, base, g * stride, c, y, q, L, S, strips, thr, seed, key, hs,
+                                          group0 + g))
                 q = np.uint32(q + np.uint32(32))
-            if multispin:
-                n += finish_set_aside(lattice, base, c, L, S, table, seed, key, hs, group0 + g, aside, n_aside, count,
-                                      buf)
             if count and g < n_groups and n > 0:
-                cuda.atomic.add(counts, (g, cuda.threadIdx.x & 31 if multispin else 0, 2), np.int64(n))
+                cuda.atomic.add(counts, (g, 0, 2), np.int64(n))
 
         return half_sweep
 
-    # the multi-spin kernel updates through launched_update: it takes no plain update function
-    half_sweep = half_sweep_kernel(None if multispin else device(_update_quad_words))
+    @cached
+    @cuda.jit(**kernel_options("half_sweep"))
+    def column_sweep(lattice, words, thr, c, row, g0, n_groups, L, S, strips, seed, key, hs, group0, count, counts):
+        # Multi-spin, launched. Grid (S / 32, L / (R K), groups), blocks (32, R) (R =
+        # _BLOCK_ROWS, K = per_thread): thread x of warp t of block (bx, by) takes word
+        # j = 32 bx + x of the K rows from y = K (R by + t), walking down the column. A row's
+        # neighbours in the other colour are its rows y - 1, y, y + 1, and the side word of row
+        # y: two of the three rows were read for the row before. ``words`` and ``row`` are
+        # unused (the int8 kernels' signature). A word with lanes left after HEAD_BLOCKS is set
+        # aside, for the warp to finish all of them together at the end.
+        buf = cuda.shared.array(buf_size, dtype=numba.uint32)
+        table = cuda.shared.array(stride, dtype=numba.uint32)
+        aside = cuda.shared.array((_BLOCK_ROWS, _WARP_ROOM, 4), dtype=numba.uint32)
+        lattice, thr = view(lattice), view(thr)
+        g = g0 + cuda.blockIdx.z
+        load_thresholds(table, thr, g, n_groups)
+        lane, warp = cuda.threadIdx.x, cuda.threadIdx.y
+        j = np.uint32(cuda.blockIdx.x * 32 + lane)
+        y = np.uint32((cuda.blockIdx.y * cuda.blockDim.y + warp) * per_thread)
+        live = g < n_groups and j < np.uint32(S)
+        lat = lattice[g * 2 * L * S:]  # the group's words: 32-bit offsets from here on
+        group = group0 + g
+        L32, S32 = np.uint32(L), np.uint32(S)
+        mine = np.uint32(np.uint32(c) * L32 * S32)  # where colour c's rows start, and the other's
+        other = np.uint32(np.uint32(1 - c) * L32 * S32)
+        odd = (y ^ np.uint32(c)) & np.uint32(1)  # row y holds odd columns: its side word is j + 1
+        # the side word of a row holding odd columns (next) and even ones (previous): index in
+        # the row and left rotation (a strip edge crossed: the next or previous lane)
+        nxt, rot_nxt = np.uint32(j + np.uint32(1)), np.uint32(0)
+        if nxt == S32:
+            nxt, rot_nxt = np.uint32(0), np.uint32(31 if strips else 0)
+        prv, rot_prv = np.uint32(j - np.uint32(1)), np.uint32(0)
+        if j == 0:
+            prv, rot_prv = np.uint32(S32 - np.uint32(1)), np.uint32(1 if strips else 0)
+        up = same = np.uint32(0)
+        if live and y < L32:
+            up = lat[np.uint64(other + (y if y != 0 else L32) * S32 - S32 + j)]
+            same = lat[np.uint64(other + y * S32 + j)]
+        n_aside = 0
+        flips = 0
+        for _ in range(per_thread):
+            f = undecided = dE4 = at = np.uint32(0)
+            if live and y < L32:
+                y_down = np.uint32(y + np.uint32(1))
+                down = lat[np.uint64(other + (y_down if y_down != L32 else np.uint32(0)) * S32 + j)]
+                rot = rot_nxt if odd else rot_prv
+                side = lat[np.uint64(other + y * S32 + (nxt if odd else prv))]
+                side = np.uint32((side << rot) | (side >> ((np.uint32(32) - rot) & np.uint32(31))))
+                site = np.uint32(y * S32 + j)
+                at = np.uint32(mine + site)
+                s = lat[np.uint64(at)]
+                f, undecided, dE4 = decide_head(s, up, down, same, side, table, 0, seed, key, hs, site, group)
+                s = np.uint32(s ^ f)
+                lat[np.uint64(at)] = s
+                up, same = same, down
+            below, total = warp_rank(undecided != 0, buf)
+            if undecided != 0:
+                slot = n_aside + below
+                if slot < _WARP_ROOM:
+                    aside[warp, slot, 0] = at
+                    aside[warp, slot, 1] = undecided
+                    aside[warp, slot, 2] = dE4
+                    aside[warp, slot, 3] = s  # as written: finishing it reads no global memory
+                else:
+                    more = np.uint32(finish_lanes(undecided, dE4, table, 0, seed, key, hs, np.uint32(at - mine), group))
+                    lat[np.uint64(at)] = np.uint32(s ^ more)
+                    f |= more
+            n_aside += total
+            if count:
+                flips += lane_count(f, buf)
+            y = np.uint32(y + np.uint32(1))
+            odd ^= np.uint32(1)
+        warp_barrier()  # the slots the other lanes wrote
+        for r in range(-(-_WARP_ROOM // 32)):  # lane x finishes slots x and x + 32
+            e = r * 32 + lane
+            f = np.uint32(0)
+            if e < n_aside and e < _WARP_ROOM:
+                at = aside[warp, e, 0]
+                f = np.uint32(finish_lanes(aside[warp, e, 1], aside[warp, e, 2], table, 0, seed, key, hs,
+                                           np.uint32(at - mine), group))
+                lat[np.uint64(at)] = np.uint32(aside[warp, e, 3] ^ f)
+            if count:
+                flips += lane_count(f, buf)
+        if count and g < n_groups and flips > 0:
+            cuda.atomic.add(counts, (g, lane, 2), np.int64(flips))
+
+    half_sweep = column_sweep if multispin else half_sweep_kernel(device(_update_quad_words))
     half_sweep_sites = None if multispin else half_sweep_kernel(device(_update_quad_sites))
 
     @cached
@@ -568,7 +669,7 @@ def cuda_runner(kind: str):
         sh = cuda.shared.array(0, dtype=numba.uint32)
         tally = cuda.shared.array((_COUNTS, 32), dtype=numba.int32)
         buf = cuda.shared.array(buf_size, dtype=numba.uint32)
-        planes = cuda.shared.array(64, dtype=numba.uint32)
+        planes = cuda.shared.array(stride, dtype=numba.uint32)
         aside = cuda.shared.array((_SET_ASIDE, 3), dtype=numba.uint32)
         n_aside = cuda.shared.array(2, dtype=numba.int32)  # words set aside, by colour
         thr, bins, series = view(thr), view(bins), view(series)
@@ -683,7 +784,8 @@ def cuda_runner(kind: str):
         chunks = []
         for g0 in range(0, n_groups, _MAX_GRID_Z):
             z = min(_MAX_GRID_Z, n_groups - g0)
-            grid = (-(-row // (32 * per_thread)), -(-L // block[1]), z)
+            grid = ((-(-S // 32), -(-L // (block[1] * per_thread)), z) if multispin
+                    else (-(-row // (32 * per_thread)), -(-L // block[1]), z))
             args = (d_lattice, d_words, d_thr, 0, row, g0, n_groups, L, S, strips, seed, key, np.uint32(0), group0,
                     False, d_counts)
             measure_grid = (-(-measured_row // 32), -(-L // block[1]), z)

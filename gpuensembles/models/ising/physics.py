@@ -25,20 +25,23 @@ neighbours are sites ``h`` of rows ``y +- 1`` and sites ``h`` and ``h + 1`` (whe
 
 Acceptance is exact Metropolis to 2^-32: a move that raises the energy by ``dE`` (4 or 8)
 is accepted when a fresh uniform 32-bit integer ``U < P = floor(2^32 exp(-beta dE))``.
-The multi-spin kernel makes that comparison for its 32 lanes at once, bit-serially from
-the most significant bit: word ``k`` of the random stream supplies bit ``k`` of every
-lane's own ``U``, a lane is decided at the first bit where ``U`` and ``P`` differ, and
-the loop stops once every lane is decided (on average after two bits per lane; at most
-32). Every lane thus compares its own independent 32-bit uniform with ``P``, exactly as
-the int8 kernel does: no random bit ever feeds two decisions. The GPU kernels read the
-first two Philox blocks (8 bits) of every word and set the ~10 % of words with a lane still
-undecided aside, to finish them all together (:func:`update_word_head`): the 32 threads of a
-warp then no longer wait for its slowest word. Same numbers, same decisions.
+The multi-spin kernel makes that comparison for its 32 lanes at once. The top 8 bits of
+every lane's ``U`` come bit-serially, from the most significant: word ``k`` of the word's
+first two Philox blocks supplies bit ``31 - k`` of every lane's ``U`` (:func:`decide_head`).
+A lane whose 8 bits differ from ``P``'s is decided by them; a lane whose 8 bits equal
+``P``'s (probability 2^-8 per lane) takes the 24 low bits of ``U`` from a 32-bit word of
+its own: the ``m``-th such lane of the word (from the least significant) the top 24 bits of
+word ``m % 4`` of block ``2 + m // 4`` (:func:`finish_lanes`). Every lane thus compares its
+own independent 32-bit uniform with ``P``, exactly as the int8 kernel does: no random bit
+ever feeds two decisions. The GPU kernels set the ~10 % of words with a lane left after the
+first two blocks aside, to finish them all together: the 32 threads of a warp then do not
+wait for the slowest word of each row. Same numbers, same decisions.
 
 Randomness: Philox4x32-10 with key ``(seed, L | tag << 28)`` and counter ``(half-sweep,
-block, site, group)``; a lattice's numbers depend only on the seed, ``L``, its group and
-its lane, never on chunking, launch geometry or backend (all arithmetic is integer, so
-the CPU and any GPU give identical configurations).
+site, group, block)`` (multi-spin: :func:`draw_block`) or ``(half-sweep, 0, quad, group)``
+(int8); a lattice's numbers depend only on the seed, ``L``, its group and its lane, never on
+chunking, launch geometry or backend (all arithmetic is integer, so the CPU and any GPU
+give identical configurations).
 """
 
 import numpy as np
@@ -59,9 +62,12 @@ _LAST = np.uint32(31)
 TAG_MULTISPIN, TAG_MULTISPIN_START, TAG_INT8, TAG_INT8_START = 0, 1, 2, 3
 #: Half-sweep counter value reserved for the random initial configuration.
 START_COUNTER = 0xFFFFFFFF
-#: Values per group of the threshold table: 32 bit planes for dE = 4 and 32 for dE = 8
-#: (multi-spin), or the two thresholds themselves (int8).
-THRESHOLD_STRIDE = {"multispin": 64, "int8": 2}
+#: Values per group of the threshold table: 32 bit planes for dE = 4, 32 for dE = 8, then the
+#: 32 lanes' thresholds for dE = 4 and for dE = 8 (multi-spin, :func:`threshold_table`), or
+#: the two thresholds themselves (int8).
+THRESHOLD_STRIDE = {"multispin": 128, "int8": 2}
+#: Offset of the lanes' own thresholds in a multi-spin group's table (dE = 4; dE = 8 at + 32).
+_LANE_THRESHOLDS = np.uint32(64)
 
 
 def philox_key(L: int, tag: int) -> np.uint32:
@@ -94,6 +100,13 @@ def bit_planes(p: np.ndarray) -> np.ndarray:
             if (int(value) >> (31 - k)) & 1:
                 planes[k] |= np.uint32(1 << lane)
     return planes
+
+
+def threshold_table(p4, p8) -> np.ndarray:
+    """A multi-spin group's thresholds (uint32, ``THRESHOLD_STRIDE["multispin"]``) from the
+    ``(32,)`` thresholds of its lanes for dE = 4 and dE = 8: their bit planes, then themselves."""
+    p4, p8 = np.asarray(p4, np.uint32), np.asarray(p8, np.uint32)
+    return np.concatenate([bit_planes(p4), bit_planes(p8), p4, p8]).astype(np.uint32)
 
 
 @jit
@@ -150,7 +163,7 @@ def neighbours(lat, base, c, y, j, L, S):
 
 
 @jit
-def _across_strips(w, wrapped):
+def across_strips(w, wrapped):
     """Neighbour word across a strip edge: lane ``k + 1`` (``wrapped = 1``) or ``k - 1`` moved to lane ``k``."""
     if wrapped > 0:
         return np.uint32((w >> _ONE) | (w << _LAST))
@@ -158,14 +171,20 @@ def _across_strips(w, wrapped):
 
 
 @jit
-def _word_and_neighbours(lat, base, c, y, j, L, S, strips):
-    """Index, word and the four neighbour words of word ``(y, j)`` of colour ``c``, each
-    neighbour XORed with the word (bit set = anti-aligned pair)."""
+def _word_with_neighbours(lat, base, c, y, j, L, S, strips):
+    """Index and value of word ``(y, j)`` of colour ``c``, and its four neighbour words
+    (the side one moved across a strip edge)."""
     up, down, same, side, wrapped = neighbours(lat, base, c, y, j, L, S)
     if strips and wrapped != 0:
-        side = _across_strips(side, wrapped)
+        side = across_strips(side, wrapped)
     w = _at(base, _row(c, _I(y), L, S) + _I(j))
-    s = lat[w]
+    return w, lat[w], up, down, same, side
+
+
+@jit
+def _word_and_neighbours(lat, base, c, y, j, L, S, strips):
+    """:func:`_word_with_neighbours`, each neighbour XORed with the word (bit set = anti-aligned pair)."""
+    w, s, up, down, same, side = _word_with_neighbours(lat, base, c, y, j, L, S, strips)
     return w, s, np.uint32(s ^ up), np.uint32(s ^ down), np.uint32(s ^ same), np.uint32(s ^ side)
 
 
@@ -183,14 +202,14 @@ def classify(x0, x1, x2, x3):
     return two_or_more, exactly_one, none
 
 
-#: Philox blocks (four bit planes each) that can decide a lane: 32 planes, the whole ``U``.
-BLOCKS = 8
-#: Blocks a GPU kernel reads for every word before it sets a word with lanes still undecided
-#: aside (:func:`update_word_head`): after 8 planes ~10 % of words at beta_c still have one.
-HEAD_BLOCKS = 2  # the two calls of update_word_head
+#: Philox blocks of bit planes every word reads (:func:`decide_head`): the top 8 bits of ``U``.
+HEAD_BLOCKS = 2
+#: Bits of ``U`` that come from a lane's own word when the head leaves it undecided.
+_LOW_BITS = np.uint32(24)
+_LOW_MASK = np.uint32((1 << 24) - 1)
 # Arguments the kernels pass as constants, typed (np.int64, not a Python int): numba compiles
 # a callee once more for each literal argument value it is called with.
-_BLOCK0, _BLOCK1, _BLOCKS = np.int64(0), np.int64(1), np.int64(BLOCKS)
+_BLOCK0, _BLOCK1 = np.int64(0), np.int64(1)
 _BLACK, _WHITE = np.int64(0), np.int64(1)
 
 
@@ -209,9 +228,23 @@ def _plane(thr, k, dE4):
 
 
 @jit
+def draw_block(half_sweep, site, group, block, seed, key):
+    """Philox block ``block`` of word ``site`` of a multi-spin group: counter
+    ``(half_sweep, site, group, block)``. Blocks 0 and 1 are the bit planes of
+    :func:`decide_head`, blocks from 2 the lanes' own words of :func:`finish_lanes`.
+
+    Philox's first round multiplies counter words 0 and 2 and XORs 1 and 3 into its output.
+    Words 0 and 2 are the half-sweep and the group, the same for every word a GPU block
+    updates: that round's products, and the second round's product of the block number,
+    are computed once per thread, not per word (8 of the 40 products of a word's two blocks).
+    """
+    return philox4x32(half_sweep, site, group, block, seed, key)
+
+
+@jit
 def _compare_block(undecided, dE4, accepted, thr, tbase, seed, key, half_sweep, site, group, block):
-    """Bit planes ``4 block .. 4 block + 3`` of :func:`accept_lanes`."""
-    r0, r1, r2, r3 = philox4x32(half_sweep, block, site, group, seed, key)
+    """Bit planes ``4 block .. 4 block + 3`` of :func:`decide_head`."""
+    r0, r1, r2, r3 = draw_block(half_sweep, site, group, block, seed, key)
     k = _U(tbase + 4 * block)
     undecided, accepted = _compare_bit(undecided, accepted, r0, _plane(thr, k, dE4))
     undecided, accepted = _compare_bit(undecided, accepted, r1, _plane(thr, k + _U(1), dE4))
@@ -221,57 +254,82 @@ def _compare_block(undecided, dE4, accepted, thr, tbase, seed, key, half_sweep, 
 
 
 @jit
-def accept_lanes(undecided, dE4, accepted, thr, tbase, seed, key, half_sweep, site, group, first, last):
-    """Compare the ``undecided`` lanes' own 32-bit uniforms with their thresholds, Philox blocks
-    ``first`` to ``last`` (bit planes ``4 first`` to ``4 last - 1``, from the most significant).
-
-    Lanes of ``dE4`` have ``dE = 4``, the other undecided ones ``dE = 8``; ``thr[tbase + k]`` /
-    ``thr[tbase + 32 + k]`` are bit plane ``k`` of the lanes' thresholds for dE = 4 / 8.
-    Returns ``(accepted, undecided)``: ``accepted`` with the lanes found below their threshold
-    added, and the lanes whose bits so far equal the threshold's. Stops early once every lane
-    is decided; over all blocks (``first = 0``, ``last = BLOCKS``) no lane is left undecided
-    (``U = P`` is not below). Splitting the blocks over two calls gives the same lanes.
-    """
-    block = first
-    while undecided != 0 and block < last:
-        accepted, undecided = _compare_block(undecided, dE4, accepted, thr, tbase, seed, key, half_sweep, site, group,
-                                             block)
-        block += 1
-    return accepted, undecided
+def _bit_count(x):
+    """Set bits of a uint32 (the SWAR sum LLVM turns into one population-count instruction)."""
+    x = np.uint32(x - ((x >> _ONE) & np.uint32(0x55555555)))
+    x = np.uint32((x & np.uint32(0x33333333)) + ((x >> np.uint32(2)) & np.uint32(0x33333333)))
+    x = np.uint32((x + (x >> np.uint32(4))) & np.uint32(0x0F0F0F0F))
+    return np.uint32(x * np.uint32(0x01010101)) >> np.uint32(24)
 
 
 @jit
-def _classified(lat, base, c, y, j, L, S, strips):
-    """Index and value of word ``(y, j)`` of colour ``c``, its lanes with ``dE <= 0`` and
-    those with ``dE > 0`` (the undecided ones), of which those at ``dE = 4``."""
-    w, s, x0, x1, x2, x3 = _word_and_neighbours(lat, base, c, y, j, L, S, strips)
-    two_or_more, dE4, dE8 = classify(x0, x1, x2, x3)
-    return w, s, two_or_more, np.uint32(dE4 | dE8), dE4
+def finish_lanes(undecided, dE4, thr, tbase, seed, key, half_sweep, site, group):
+    """The lanes of ``undecided`` (those :func:`decide_head` left: ``U``'s top 8 bits equal
+    ``P``'s) that accept, each from a 32-bit word of its own.
+
+    The ``m``-th lane of ``undecided`` (from the least significant) accepts when the top 24
+    bits of word ``m % 4`` of block ``HEAD_BLOCKS + m // 4`` are below the low 24 bits of its
+    threshold (``thr[tbase + 64 + lane]``, or ``+ 96 + lane`` where ``dE4`` is not set: the
+    lanes' dE = 8 thresholds). One Philox block per word unless it has more than four
+    such lanes (probability ~2e-7).
+    """
+    accepted = np.uint32(0)
+    r0 = r1 = r2 = r3 = np.uint32(0)
+    m = np.int64(0)
+    while undecided != 0:
+        rank = m & 3
+        if rank == 0:
+            r0, r1, r2, r3 = draw_block(half_sweep, site, group, np.int64(HEAD_BLOCKS + (m >> 2)), seed, key)
+        v = r0 if rank == 0 else (r1 if rank == 1 else (r2 if rank == 2 else r3))
+        low = np.uint32(undecided & (np.uint32(undecided - _ONE) ^ ALL_ONES))  # the lowest lane left
+        lane = _bit_count(np.uint32(low - _ONE))
+        p = thr[_U(tbase) + _U(_LANE_THRESHOLDS + lane + (np.uint32(0) if low & dE4 else np.uint32(32)))]
+        if np.uint32(v >> np.uint32(32 - _LOW_BITS)) < np.uint32(p & _LOW_MASK):
+            accepted |= low
+        undecided = np.uint32(undecided ^ low)
+        m += 1
+    return accepted
+
+
+@jit
+def decide_head(s, up, down, same, side, thr, tbase, seed, key, half_sweep, site, group):
+    """Classify the lanes of word ``s`` by its four neighbour words (``side`` already moved
+    across a strip edge) and compare the top 8 bits of the ``dE > 0`` lanes' ``U`` with their
+    thresholds' (Philox blocks 0 and 1 of ``site``, both always read: no branch, so a GPU
+    runs their two generators side by side).
+
+    Returns ``(flip, undecided, dE4)``: the lanes decided to flip so far (``dE <= 0``, or
+    ``U``'s top bits below ``P``'s), and the lanes whose top bits equal ``P``'s with those of
+    them at dE = 4: finish them with :func:`finish_lanes` (the same ``site``).
+    """
+    flip, dE4, dE8 = classify(np.uint32(s ^ up), np.uint32(s ^ down), np.uint32(s ^ same), np.uint32(s ^ side))
+    undecided = np.uint32(dE4 | dE8)
+    flip, undecided = _compare_block(undecided, dE4, flip, thr, tbase, seed, key, half_sweep, site, group, _BLOCK0)
+    flip, undecided = _compare_block(undecided, dE4, flip, thr, tbase, seed, key, half_sweep, site, group, _BLOCK1)
+    return flip, undecided, np.uint32(undecided & dE4)
 
 
 @jit
 def update_word_head(lat, base, tbase, c, y, j, L, S, strips, thr, seed, key, half_sweep, group):
-    """The first ``HEAD_BLOCKS`` (two) Philox blocks of :func:`update_word`, both always read
-    (no branch: a GPU runs their two generators side by side), nothing written.
+    """:func:`decide_head` for word ``(y, j)`` of colour ``c``, its neighbours read from ``lat``;
+    nothing written.
 
-    Returns ``(index, word, flip, undecided, dE4)``: the word's array index and value, the
-    lanes decided to flip so far, and the lanes still undecided with those of them at dE = 4
-    (finish them with :func:`accept_lanes` from block ``HEAD_BLOCKS``, site ``y S + j``).
+    Returns ``(index, word, flip, undecided, dE4)``: the word's array index and value, then
+    :func:`decide_head`'s three masks (site ``y S + j``).
     """
-    w, s, flip, undecided, dE4 = _classified(lat, base, c, y, j, L, S, strips)
-    site = y * S + j
-    flip, undecided = _compare_block(undecided, dE4, flip, thr, tbase, seed, key, half_sweep, site, group, _BLOCK0)
-    flip, undecided = _compare_block(undecided, dE4, flip, thr, tbase, seed, key, half_sweep, site, group, _BLOCK1)
-    return w, s, flip, undecided, np.uint32(undecided & dE4)
+    w, s, up, down, same, side = _word_with_neighbours(lat, base, c, y, j, L, S, strips)
+    flip, undecided, dE4 = decide_head(s, up, down, same, side, thr, tbase, seed, key, half_sweep, y * S + j, group)
+    return w, s, flip, undecided, dE4
 
 
 @jit
 def update_word(lat, base, tbase, c, y, j, L, S, strips, thr, seed, key, half_sweep, group):
     """Metropolis update of word ``(y, j)`` of colour ``c`` of the group stored from ``lat[base]``
     (thresholds from ``thr[tbase]``); returns the flipped lanes."""
-    w, s, flip, undecided, dE4 = _classified(lat, base, c, y, j, L, S, strips)
-    flip, _ = accept_lanes(undecided, dE4, flip, thr, tbase, seed, key, half_sweep, y * S + j, group, _BLOCK0,
-                           _BLOCKS)
+    w, s, flip, undecided, dE4 = update_word_head(lat, base, tbase, c, y, j, L, S, strips, thr, seed, key, half_sweep,
+                                                  group)
+    if undecided != 0:
+        flip |= finish_lanes(undecided, dE4, thr, tbase, seed, key, half_sweep, y * S + j, group)
     lat[w] = np.uint32(s ^ flip)
     return flip
 

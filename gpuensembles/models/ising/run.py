@@ -42,7 +42,8 @@ _BIN_ATTRS = {
 
 
 def _rng_text(kernel):
-    return (f"Philox4x32-10, key=(seed, L | tag << 28), counter=(half-sweep, block, site, group); {kernel} kernel; "
+    counter = "(half-sweep, 0, quad, group)" if kernel == "int8" else "(half-sweep, site, group, block)"
+    return (f"Philox4x32-10, key=(seed, L | tag << 28), counter={counter}; {kernel} kernel; "
             "acceptance U < floor(2^32 exp(-beta dE)) with U a 32-bit uniform per decision")
 
 
@@ -230,8 +231,7 @@ class _Setup:
             padded4 = np.zeros(groups * 32, np.uint32)
             padded8 = np.zeros(groups * 32, np.uint32)
             padded4[:lanes.size], padded8[:lanes.size] = p4[lanes], p8[lanes]
-            thr = np.concatenate([np.concatenate([metropolis.bit_planes(padded4[g * 32:(g + 1) * 32]),
-                                                  metropolis.bit_planes(padded8[g * 32:(g + 1) * 32])])
+            thr = np.concatenate([metropolis.threshold_table(padded4[g * 32:(g + 1) * 32], padded8[g * 32:(g + 1) * 32])
                                   for g in range(groups)])
         tags = (metropolis.TAG_INT8, metropolis.TAG_INT8_START) if kernel == "int8" else (
             metropolis.TAG_MULTISPIN, metropolis.TAG_MULTISPIN_START)
