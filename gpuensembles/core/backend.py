@@ -177,7 +177,7 @@ def device_name(backend: str) -> str:
 
 #: Register caps (``max_registers``) of kernels whose occupancy a cap raises by more than
 #: its spills cost, by kernel name; measured on an H200 (see docs/performance.rst).
-REGISTER_LIMITS: dict = {"mean_field": 64, "ising_resident": 64}
+REGISTER_LIMITS: dict = {"mean_field": 64}
 
 
 #: Environment variable overriding :data:`REGISTER_LIMITS` for benchmarks: ``name=N,name=N``

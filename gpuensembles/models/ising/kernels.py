@@ -273,9 +273,8 @@ def cpu_runner(kind: str):
 # --------------------------------------------------------------------------- CUDA
 
 _MAX_GRID_Z = 65535
-#: Threads per resident block (more would exceed the registers a block may use unless the
-#: kernel's registers are capped: see :func:`resident_threads`).
-_RESIDENT_THREADS = 512  # with the ising_resident register cap of 64 (core.backend.REGISTER_LIMITS)
+#: Threads per resident block (no register cap: see :func:`resident_threads`).
+_RESIDENT_THREADS = 256
 #: Environment variable that sets the threads per resident block (benchmarks; 32..1024, a multiple of 32).
 RESIDENT_THREADS_VARIABLE = "GPUENSEMBLES_ISING_RESIDENT_THREADS"
 _ALL_LANES = 0xFFFFFFFF
@@ -305,17 +304,15 @@ RESIDENT_MAX_L = 102
 
 
 def resident_threads() -> int:
-    """Threads per block of the resident kernel: ``GPUENSEMBLES_ISING_RESIDENT_THREADS`` or 512.
+    """Threads per block of the resident kernel: ``GPUENSEMBLES_ISING_RESIDENT_THREADS`` or 256.
 
     Ensemble mode (e.g. 8192 lattices of 64^2: 256 groups, one block each, on 132
-    multiprocessors) runs two blocks per multiprocessor, 16 warps: more threads per block
-    give each one more warps to hide latency with. Two blocks of ``T`` threads share a
+    multiprocessors) runs two blocks per multiprocessor. Two blocks of ``T`` threads share a
     multiprocessor's 65536 registers only at ``32768 / T`` registers per thread or fewer (else
-    the 256 blocks take two waves), so 512 or 1024 threads need the ``ising_resident`` cap
-    ``GPUENSEMBLES_REGISTER_LIMITS=ising_resident=64`` or ``=32``. The default, 512 threads
-    under a cap of 64, ran ensemble mode at 1909 flips/ns on an H200, against 1839 for 256
-    threads uncapped and 1721 for 1024 under 32 (one session, with words set aside; before
-    that change the three ran at 96.8%, 91.2% and 95.4% of the then large-lattice rate).
+    the 256 blocks take two waves), so more than 256 threads need the ``ising_resident`` cap
+    ``GPUENSEMBLES_REGISTER_LIMITS=ising_resident=N``. On an H200 (one session, 8192 lattices
+    of 64^2, flips/ns): 256 threads uncapped 2253, 384 uncapped 2232, 512 under a cap of 64
+    2192 (the default until then), 640 under 48 2033, 768 under 40 1942, 1024 under 32 1696.
     """
     text = os.environ.get(RESIDENT_THREADS_VARIABLE, "")
     if not text:

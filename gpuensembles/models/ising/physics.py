@@ -94,12 +94,9 @@ def bit_planes(p: np.ndarray) -> np.ndarray:
 
     ``p`` holds the thresholds of up to 32 lanes (missing lanes count as 0).
     """
-    planes = np.zeros(32, dtype=np.uint32)
-    for lane, value in enumerate(np.asarray(p, dtype=np.uint64)):
-        for k in range(32):
-            if (int(value) >> (31 - k)) & 1:
-                planes[k] |= np.uint32(1 << lane)
-    return planes
+    p = np.asarray(p, dtype=np.uint64)
+    bits = (p[None, :] >> (31 - np.arange(32, dtype=np.uint64))[:, None]) & np.uint64(1)
+    return (bits << np.arange(p.size, dtype=np.uint64)[None, :]).sum(axis=1, dtype=np.uint64).astype(np.uint32)
 
 
 def threshold_table(p4, p8) -> np.ndarray:
@@ -214,11 +211,11 @@ _BLACK, _WHITE = np.int64(0), np.int64(1)
 
 
 @jit
-def _compare_bit(undecided, accepted, r, t):
-    # Lanes still undecided whose U bit is 0 where P's is 1 have U < P: accept.
-    accepted = np.uint32(accepted | (undecided & t & (r ^ ALL_ONES)))
-    undecided = np.uint32(undecided & ((t ^ r) ^ ALL_ONES))
-    return undecided, accepted
+def _below_bit(below, equal, r, t):
+    """One more bit of every lane's ``U`` (``r``) and threshold (``t``), from the least
+    significant: ``below`` where ``U``'s bits so far are below ``P``'s, ``equal`` where equal."""
+    differ = np.uint32(t ^ r)
+    return np.uint32((t & (r ^ ALL_ONES)) | ((differ ^ ALL_ONES) & below)), np.uint32(equal & (differ ^ ALL_ONES))
 
 
 @jit
@@ -239,18 +236,6 @@ def draw_block(half_sweep, site, group, block, seed, key):
     are computed once per thread, not per word (8 of the 40 products of a word's two blocks).
     """
     return philox4x32(half_sweep, site, group, block, seed, key)
-
-
-@jit
-def _compare_block(undecided, dE4, accepted, thr, tbase, seed, key, half_sweep, site, group, block):
-    """Bit planes ``4 block .. 4 block + 3`` of :func:`decide_head`."""
-    r0, r1, r2, r3 = draw_block(half_sweep, site, group, block, seed, key)
-    k = _U(tbase + 4 * block)
-    undecided, accepted = _compare_bit(undecided, accepted, r0, _plane(thr, k, dE4))
-    undecided, accepted = _compare_bit(undecided, accepted, r1, _plane(thr, k + _U(1), dE4))
-    undecided, accepted = _compare_bit(undecided, accepted, r2, _plane(thr, k + _U(2), dE4))
-    undecided, accepted = _compare_bit(undecided, accepted, r3, _plane(thr, k + _U(3), dE4))
-    return accepted, undecided
 
 
 @jit
@@ -303,10 +288,22 @@ def decide_head(s, up, down, same, side, thr, tbase, seed, key, half_sweep, site
     them at dE = 4: finish them with :func:`finish_lanes` (the same ``site``).
     """
     flip, dE4, dE8 = classify(np.uint32(s ^ up), np.uint32(s ^ down), np.uint32(s ^ same), np.uint32(s ^ side))
-    undecided = np.uint32(dE4 | dE8)
-    flip, undecided = _compare_block(undecided, dE4, flip, thr, tbase, seed, key, half_sweep, site, group, _BLOCK0)
-    flip, undecided = _compare_block(undecided, dE4, flip, thr, tbase, seed, key, half_sweep, site, group, _BLOCK1)
-    return flip, undecided, np.uint32(undecided & dE4)
+    a0, a1, a2, a3 = draw_block(half_sweep, site, group, _BLOCK0, seed, key)
+    b0, b1, b2, b3 = draw_block(half_sweep, site, group, _BLOCK1, seed, key)
+    # from the least significant of the 8 bits: below = top bits of U below P's so far
+    below, equal = np.uint32(0), ALL_ONES
+    k = _U(tbase)
+    below, equal = _below_bit(below, equal, b3, _plane(thr, k + _U(7), dE4))
+    below, equal = _below_bit(below, equal, b2, _plane(thr, k + _U(6), dE4))
+    below, equal = _below_bit(below, equal, b1, _plane(thr, k + _U(5), dE4))
+    below, equal = _below_bit(below, equal, b0, _plane(thr, k + _U(4), dE4))
+    below, equal = _below_bit(below, equal, a3, _plane(thr, k + _U(3), dE4))
+    below, equal = _below_bit(below, equal, a2, _plane(thr, k + _U(2), dE4))
+    below, equal = _below_bit(below, equal, a1, _plane(thr, k + _U(1), dE4))
+    below, equal = _below_bit(below, equal, a0, _plane(thr, k, dE4))
+    candidates = np.uint32(dE4 | dE8)
+    undecided = np.uint32(equal & candidates)
+    return np.uint32(flip | (below & candidates)), undecided, np.uint32(undecided & dE4)
 
 
 @jit
