@@ -171,3 +171,18 @@ def test_wrong_types_are_refused(kwargs, match):
     kw = dict(L=8, beta=0.4, sweeps=10, realizations=2, **CPU)
     with pytest.raises(TypeError, match=match):
         ge.ising(**{**kw, **kwargs})
+
+
+def test_resident_threads_by_groups_and_setting(monkeypatch):
+    # two blocks share a multiprocessor when the groups outnumber them; never more than the kernel allows
+    monkeypatch.delenv(lattices.RESIDENT_THREADS_VARIABLE, raising=False)
+    assert lattices.resident_threads(256, 132, 1024) == 256
+    assert lattices.resident_threads(15, 132, 1024) == 512
+    assert lattices.resident_threads(15, 132, 480) == 480
+    monkeypatch.setenv(lattices.RESIDENT_THREADS_VARIABLE, "384")
+    assert lattices.resident_threads(256, 132, 1024) == 384
+    with pytest.raises(ValueError, match="at most 320 threads per block.*ising_resident"):
+        lattices.resident_threads(256, 132, 320)
+    monkeypatch.setenv(lattices.RESIDENT_THREADS_VARIABLE, "100")
+    with pytest.raises(ValueError, match="multiple of 32"):
+        lattices.resident_threads(256, 132, 1024)

@@ -31,6 +31,7 @@ import numpy as np
 from ...core.backend import (
     bind_cuda,
     cached,
+    compiled,
     identity,
     kernel_options,
     launching,
@@ -273,8 +274,9 @@ def cpu_runner(kind: str):
 # --------------------------------------------------------------------------- CUDA
 
 _MAX_GRID_Z = 65535
-#: Threads per resident block (no register cap: see :func:`resident_threads`).
-_RESIDENT_THREADS = 256
+#: Threads per resident block, when the groups outnumber the multiprocessors (two blocks share
+#: one) and when they do not (no register cap: see :func:`resident_threads`).
+_RESIDENT_THREADS = {"shared": 256, "alone": 512}
 #: Environment variable that sets the threads per resident block (benchmarks; 32..1024, a multiple of 32).
 RESIDENT_THREADS_VARIABLE = "GPUENSEMBLES_ISING_RESIDENT_THREADS"
 _ALL_LANES = 0xFFFFFFFF
@@ -303,23 +305,34 @@ _SET_ASIDE = 512
 RESIDENT_MAX_L = 102
 
 
-def resident_threads() -> int:
-    """Threads per block of the resident kernel: ``GPUENSEMBLES_ISING_RESIDENT_THREADS`` or 256.
+def resident_threads(n_groups: int, multiprocessors: int, most: int) -> int:
+    """Threads per block of the resident kernel: ``GPUENSEMBLES_ISING_RESIDENT_THREADS``, else
+    256 when the ``n_groups`` blocks outnumber the ``multiprocessors`` and 512 when they do not.
+
+    ``most`` is the most threads a block of the compiled kernel can have (its registers); a
+    setting above it raises ``ValueError`` (cap the registers with
+    ``GPUENSEMBLES_REGISTER_LIMITS=ising_resident=N``); the defaults are lowered to it.
 
     Ensemble mode (e.g. 8192 lattices of 64^2: 256 groups, one block each, on 132
     multiprocessors) runs two blocks per multiprocessor. Two blocks of ``T`` threads share a
     multiprocessor's 65536 registers only at ``32768 / T`` registers per thread or fewer (else
-    the 256 blocks take two waves), so more than 256 threads need the ``ising_resident`` cap
-    ``GPUENSEMBLES_REGISTER_LIMITS=ising_resident=N``. On an H200 (one session, 8192 lattices
-    of 64^2, flips/ns): 256 threads uncapped 2253, 384 uncapped 2232, 512 under a cap of 64
-    2192 (the default until then), 640 under 48 2033, 768 under 40 1942, 1024 under 32 1696.
+    the 256 blocks take two waves). On an H200 (one session, 8192 lattices of 64^2, flips/ns):
+    256 threads uncapped 2253, 384 uncapped 2232, 512 under a cap of 64 2192 (the default
+    until then), 640 under 48 2033, 768 under 40 1942, 1024 under 32 1696. With one block per
+    multiprocessor or fewer (the README's 15 groups) more threads per block help: its call took
+    0.535 s at 512 threads uncapped and 0.60 s at 256.
     """
     text = os.environ.get(RESIDENT_THREADS_VARIABLE, "")
     if not text:
-        return _RESIDENT_THREADS
+        threads = _RESIDENT_THREADS["shared" if n_groups > multiprocessors else "alone"]
+        return min(threads, most // 32 * 32)
     threads = int(text)
     if not (32 <= threads <= 1024 and threads % 32 == 0):
         raise ValueError(f"{RESIDENT_THREADS_VARIABLE} must be a multiple of 32 in [32, 1024], got {text!r}")
+    if threads > most:
+        raise ValueError(f"{RESIDENT_THREADS_VARIABLE}={threads}: the resident kernel's registers allow at most "
+                         f"{most} threads per block; cap them with GPUENSEMBLES_REGISTER_LIMITS=ising_resident=N "
+                         f"(N <= {65536 // threads})")
     return threads
 
 
@@ -752,9 +765,11 @@ def cuda_runner(kind: str):
         with launching("ising", stream):
             initial[-(-lattice.size // 256), 256, stream](d_lattice, hot, 2 * L * S, group0, seed, np.uint32(keys[1]))
             if multispin and not strips and L <= RESIDENT_MAX_L:
-                threads = min(resident_threads(), -(-(L * S) // 32) * 32)
-                resident[n_groups, threads, stream, 8 * L * S](d_lattice, d_thr, group0, seed, key, L, S, therm,
-                                                               sweeps, every, n_systems, d_bins, d_series)
+                args = (d_lattice, d_thr, group0, seed, key, L, S, therm, sweeps, every, n_systems, d_bins, d_series)
+                most = 1024 if sim else compiled(resident, *args).max_threads_per_block
+                sms = 1 if sim else cuda.get_current_device().MULTIPROCESSOR_COUNT
+                threads = min(resident_threads(n_groups, sms, most), -(-(L * S) // 32) * 32)
+                resident[n_groups, threads, stream, 8 * L * S](*args)
             else:
                 d_words = words_of(d_lattice, kind, S, cuda.device_array(0, np.uint32))
                 sweep = sweeper(stream, d_lattice, d_words, d_thr, d_counts, n_groups, L, S, strips, seed, key, group0)
