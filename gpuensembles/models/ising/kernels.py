@@ -502,7 +502,6 @@ def cuda_runner(kind: str):
                 t = np.uint32(t + np.uint32(cuda.blockDim.x * cuda.blockDim.y))
         cuda.syncthreads()
 
-
     @cuda.jit(device=True)
     def next_item(y, j, dy, dj, S):
         # word (y, j) of a row of S words moved on by dy rows and dj words (dj < S), 32-bit
@@ -601,9 +600,8 @@ def cuda_runner(kind: str):
                     aside[warp, slot, 2] = dE4
                     aside[warp, slot, 3] = s  # as written: finishing it reads no global memory
                 else:
-                    more = np.uint32(finish_lanes(undecided, dE4, table, 0, seed, key, hs, np.uint32(at - mine), group))
-                    lat[np.uint64(at)] = np.uint32(s ^ more)
-                    f |= more
+                    f |= np.uint32(finish_word(lat, np.uint64(at), undecided, dE4, table, seed, key, hs,
+                                               np.uint32(at - mine), group))
             n_aside += total
             if count:
                 flips += lane_count(f, buf)

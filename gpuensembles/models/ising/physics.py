@@ -160,7 +160,7 @@ def neighbours(lat, base, c, y, j, L, S):
 
 
 @jit
-def across_strips(w, wrapped):
+def _across_strips(w, wrapped):
     """Neighbour word across a strip edge: lane ``k + 1`` (``wrapped = 1``) or ``k - 1`` moved to lane ``k``."""
     if wrapped > 0:
         return np.uint32((w >> _ONE) | (w << _LAST))
@@ -173,7 +173,7 @@ def _word_with_neighbours(lat, base, c, y, j, L, S, strips):
     (the side one moved across a strip edge)."""
     up, down, same, side, wrapped = neighbours(lat, base, c, y, j, L, S)
     if strips and wrapped != 0:
-        side = across_strips(side, wrapped)
+        side = _across_strips(side, wrapped)
     w = _at(base, _row(c, _I(y), L, S) + _I(j))
     return w, lat[w], up, down, same, side
 
