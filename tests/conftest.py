@@ -46,6 +46,9 @@ def _simulator_cases() -> dict:
     # three blocks of the simulator's 2 x 8 rows, 20 words a row a partial warp
     ising["launched-strips"] = dict(ising["launched"], L=64, beta=0.44, realizations=1)
     ising["launched-crowded"] = dict(ising["launched"], L=40)
+    # 40 lattices are two groups, launched one at a time (_MAX_GRID_Z lowered to 1): each
+    # launch gets its own part of the lattice array
+    ising["launched-chunks"] = dict(ising["launched"], realizations=20)
     # two values of p, a partial word of clones, runs that word 0 solves early (word 1 must
     # then stop early) and runs censored at the timeout
     xorsat = dict(N=24, instance_seed=4, p=[0.05, 0.5], clones=40, runs=2, timeout=12, seed=1, progress=False)

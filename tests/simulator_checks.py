@@ -95,12 +95,14 @@ def kuramoto(path):
 
 
 RESIDENT_MAX_L, STRIPS_MIN_L, WARP_ROOM = lattices.RESIDENT_MAX_L, ising_model.STRIPS_MIN_L, lattices._WARP_ROOM
+MAX_GRID_Z = lattices._MAX_GRID_Z
 
 
 def ising(path):
     lattices.RESIDENT_MAX_L = 0 if path.startswith("launched") else RESIDENT_MAX_L
     ising_model.STRIPS_MIN_L = 64 if path == "launched-strips" else STRIPS_MIN_L
     lattices._WARP_ROOM = 1 if path == "launched-crowded" else WARP_ROOM
+    lattices._MAX_GRID_Z = 1 if path == "launched-chunks" else MAX_GRID_Z
     ds = ge.ising(backend="cuda", **CASES["ising"][path])
     return {name: ds[name].values.tolist() for name in ds.data_vars} | {"device": ds.attrs["device"]}
 

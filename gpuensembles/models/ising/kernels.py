@@ -336,6 +336,13 @@ def resident_threads(n_groups: int, multiprocessors: int, most: int) -> int:
     return threads
 
 
+@metropolis.jit
+def _index(row, j=0):
+    """Array index (uint64) of the 32-bit offset ``row + j``, summed in 32 bits: a GPU then
+    forms the address with one wide multiply-add instead of 64-bit adds and shifts."""
+    return np.uint64(np.uint32(np.uint32(row) + np.uint32(j)))
+
+
 def _lane_count_device():
     """``lane_count(w, buf)``: thread ``l`` of a full warp gets how many of the warp's 32
     words have bit ``l`` set.
@@ -523,7 +530,7 @@ def cuda_runner(kind: str):
             y = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
             g = g0 + cuda.blockIdx.z
             active = g < n_groups and y < L
-            base = g * 2 * L * S
+            base = cuda.blockIdx.z * 2 * L * S  # ``lattice`` holds the groups from g0 (sweeper)
             q = np.uint32(cuda.blockIdx.x * (32 * per_thread) + cuda.threadIdx.x)
             n = 0
             for _ in range(per_thread):
@@ -549,64 +556,77 @@ def cuda_runner(kind: str):
         buf = cuda.shared.array(buf_size, dtype=numba.uint32)
         table = cuda.shared.array(stride, dtype=numba.uint32)
         aside = cuda.shared.array((_BLOCK_ROWS, _WARP_ROOM, 4), dtype=numba.uint32)
-        lattice, thr = view(lattice), view(thr)
+        lat, thr = view(lattice), view(thr)
         g = g0 + cuda.blockIdx.z
         load_thresholds(table, thr, g, n_groups)
         lane, warp = cuda.threadIdx.x, cuda.threadIdx.y
         j = np.uint32(cuda.blockIdx.x * 32 + lane)
         y = np.uint32((cuda.blockIdx.y * cuda.blockDim.y + warp) * per_thread)
         live = g < n_groups and j < np.uint32(S)
-        lat = lattice[g * 2 * L * S:]  # the group's words: 32-bit offsets from here on
         group = group0 + g
         L32, S32 = np.uint32(L), np.uint32(S)
-        mine = np.uint32(np.uint32(c) * L32 * S32)  # where colour c's rows start, and the other's
-        other = np.uint32(np.uint32(1 - c) * L32 * S32)
-        odd = (y ^ np.uint32(c)) & np.uint32(1)  # row y holds odd columns: its side word is j + 1
-        # the side word of a row holding odd columns (next) and even ones (previous): index in
-        # the row and left rotation (a strip edge crossed: the next or previous lane)
+        # ``lattice`` holds the launch's groups from g0 (fewer than 2^32 words, see sweeper):
+        # every index is a 32-bit offset, one wide multiply-add from an address
+        colours = np.uint32(cuda.blockIdx.z) * np.uint32(2) * L32 * S32
+        mine = np.uint32(colours + np.uint32(c) * L32 * S32)  # where colour c's rows start, and the other's
+        other = np.uint32(colours + np.uint32(1 - c) * L32 * S32)
+        # the side words of the rows from y: index in the row and left rotation (a strip edge
+        # crossed: the next or previous lane); rows of odd columns take the next word j + 1,
+        # rows of even columns the previous one, and the two alternate down the column
         nxt, rot_nxt = np.uint32(j + np.uint32(1)), np.uint32(0)
         if nxt == S32:
             nxt, rot_nxt = np.uint32(0), np.uint32(31 if strips else 0)
         prv, rot_prv = np.uint32(j - np.uint32(1)), np.uint32(0)
         if j == 0:
             prv, rot_prv = np.uint32(S32 - np.uint32(1)), np.uint32(1 if strips else 0)
+        side_j, rot, next_side_j, next_rot = prv, rot_prv, nxt, rot_nxt
+        if (y ^ np.uint32(c)) & np.uint32(1):
+            side_j, rot, next_side_j, next_rot = nxt, rot_nxt, prv, rot_prv
+        # offsets of row y in both colours, and the end of the other colour (rows wrap)
+        row_other = np.uint32(other + np.uint32(y * S32))
+        row_mine = np.uint32(mine + np.uint32(y * S32))
+        end_other = np.uint32(other + np.uint32(L32 * S32))
         up = same = np.uint32(0)
         if live and y < L32:
-            up = lat[np.uint64(other + (y if y != 0 else L32) * S32 - S32 + j)]
-            same = lat[np.uint64(other + y * S32 + j)]
-        n_aside = 0
+            up = lat[_index(np.uint32((row_other if y != 0 else end_other) - S32), j)]
+            same = lat[_index(row_other, j)]
+        n_aside = np.uint32(0)
         flips = 0
         for _ in range(per_thread):
             f = undecided = dE4 = at = np.uint32(0)
             if live and y < L32:
-                y_down = np.uint32(y + np.uint32(1))
-                down = lat[np.uint64(other + (y_down if y_down != L32 else np.uint32(0)) * S32 + j)]
-                rot = rot_nxt if odd else rot_prv
-                side = lat[np.uint64(other + y * S32 + (nxt if odd else prv))]
-                side = np.uint32((side << rot) | (side >> ((np.uint32(32) - rot) & np.uint32(31))))
-                site = np.uint32(y * S32 + j)
-                at = np.uint32(mine + site)
-                s = lat[np.uint64(at)]
-                f, undecided, dE4 = decide_head(s, up, down, same, side, table, 0, seed, key, hs, site, group)
+                row_down = np.uint32(row_other + S32)
+                if row_down == end_other:
+                    row_down = other
+                down = lat[_index(row_down, j)]
+                side = lat[_index(row_other, side_j)]
+                if rot != 0:  # lanes 0 and 31 of the warps at a strip edge
+                    side = np.uint32((side << rot) | (side >> (np.uint32(32) - rot)))
+                at = np.uint32(row_mine + j)
+                s = lat[_index(at)]
+                f, undecided, dE4 = decide_head(s, up, down, same, side, table, 0, seed, key, hs,
+                                                np.uint32(at - mine), group)
                 s = np.uint32(s ^ f)
-                lat[np.uint64(at)] = s
+                lat[_index(at)] = s
                 up, same = same, down
+                row_other = row_down
+            row_mine = np.uint32(row_mine + S32)
+            side_j, rot, next_side_j, next_rot = next_side_j, next_rot, side_j, rot
             below, total = warp_rank(undecided != 0, buf)
             if undecided != 0:
-                slot = n_aside + below
-                if slot < _WARP_ROOM:
+                slot = np.uint32(n_aside + below)
+                if slot < np.uint32(_WARP_ROOM):
                     aside[warp, slot, 0] = at
                     aside[warp, slot, 1] = undecided
                     aside[warp, slot, 2] = dE4
                     aside[warp, slot, 3] = s  # as written: finishing it reads no global memory
                 else:
-                    f |= np.uint32(finish_word(lat, np.uint64(at), undecided, dE4, table, seed, key, hs,
+                    f |= np.uint32(finish_word(lat, _index(at), undecided, dE4, table, seed, key, hs,
                                                np.uint32(at - mine), group))
-            n_aside += total
+            n_aside = np.uint32(n_aside + total)
             if count:
                 flips += lane_count(f, buf)
             y = np.uint32(y + np.uint32(1))
-            odd ^= np.uint32(1)
         warp_barrier()  # the slots the other lanes wrote
         for r in range(-(-_WARP_ROOM // 32)):  # lane x finishes slots x and x + 32
             e = r * 32 + lane
@@ -615,7 +635,7 @@ def cuda_runner(kind: str):
                 at = aside[warp, e, 0]
                 f = np.uint32(finish_lanes(aside[warp, e, 1], aside[warp, e, 2], table, 0, seed, key, hs,
                                            np.uint32(at - mine), group))
-                lat[np.uint64(at)] = np.uint32(aside[warp, e, 3] ^ f)
+                lat[_index(at)] = np.uint32(aside[warp, e, 3] ^ f)
             if count:
                 flips += lane_count(f, buf)
         if count and g < n_groups and flips > 0:
@@ -769,8 +789,7 @@ def cuda_runner(kind: str):
                 threads = min(resident_threads(n_groups, sms, most), -(-(L * S) // 32) * 32)
                 resident[n_groups, threads, stream, 8 * L * S](*args)
             else:
-                d_words = words_of(d_lattice, kind, S, cuda.device_array(0, np.uint32))
-                sweep = sweeper(stream, d_lattice, d_words, d_thr, d_counts, n_groups, L, S, strips, seed, key, group0)
+                sweep = sweeper(stream, d_lattice, d_thr, d_counts, n_groups, L, S, strips, seed, key, group0)
                 i = 0
                 for t in range(therm + sweeps):
                     measured = t >= therm and (t - therm + 1) % every == 0
@@ -784,20 +803,24 @@ def cuda_runner(kind: str):
                 device.copy_to_host(host, stream=stream)
         stream.synchronize()
 
-    def sweeper(stream, d_lattice, d_words, d_thr, d_counts, n_groups, L, S, strips, seed, key, group0):
-        """``sweep(t, measured)``: sweep ``t`` (two half-sweep launches per up to 65535 groups),
+    def sweeper(stream, d_lattice, d_thr, d_counts, n_groups, L, S, strips, seed, key, group0):
+        """``sweep(t, measured)``: sweep ``t`` (two half-sweep launches per up to 65535 groups and 2^32 words),
         then the measurement counts if ``measured``; the launches' arguments are converted once."""
         block = (32, 2) if simulating_cuda() else (32, _BLOCK_ROWS)
         row = items_per_row(kind, S)
         kernel = half_sweep if multispin or S % 4 == 0 else half_sweep_sites
         measured_row = S if multispin else 1  # int8 counts whole rows
-        chunks = []
-        for g0 in range(0, n_groups, _MAX_GRID_Z):
-            z = min(_MAX_GRID_Z, n_groups - g0)
+        chunks, unused = [], cuda.device_array(0, np.uint32)
+        per_group = 2 * L * S
+        # a launch takes at most _MAX_GRID_Z groups and fewer than 2^32 words (32-bit indices)
+        most = max(1, min(_MAX_GRID_Z, (1 << 32) // per_group))
+        for g0 in range(0, n_groups, most):
+            z = min(most, n_groups - g0)
             grid = ((-(-S // 32), -(-L // (block[1] * per_thread)), z) if multispin
                     else (-(-row // (32 * per_thread)), -(-L // block[1]), z))
-            args = (d_lattice, d_words, d_thr, 0, row, g0, n_groups, L, S, strips, seed, key, np.uint32(0), group0,
-                    False, d_counts)
+            part = d_lattice[g0 * per_group:(g0 + z) * per_group]
+            args = (part, words_of(part, kind, S, unused), d_thr, 0, row, g0, n_groups, L, S, strips, seed, key,
+                    np.uint32(0), group0, False, d_counts)
             measure_grid = (-(-measured_row // 32), -(-L // block[1]), z)
             chunks.append((g0, measure_grid, prepared_launch(kernel, grid, block, stream, args, varying=(3, 12, 14))))
 
