@@ -38,6 +38,17 @@ def test_gpu_configurations_equal_cpu(monkeypatch, path):
         np.testing.assert_array_equal(gpu[name].values, cpu[name].values, err_msg=name)
 
 
+def test_gpu_strips_over_several_column_blocks_equal_cpu():
+    # 6144 = 96 words a row in strips: three blocks of 32 words, the first and last with a lane
+    # across a strip edge (rotated side words), the middle one with none
+    kw = dict(L=6144, beta=0.44, sweeps=4, thermalization=0, realizations=1, seed=12, snapshot=True,
+              progress=False)
+    cpu, gpu = ge.ising(backend="cpu", **kw), ge.ising(backend="cuda", **kw)
+    assert "strips" in gpu.attrs["layout"]
+    for name in cpu.data_vars:
+        np.testing.assert_array_equal(gpu[name].values, cpu[name].values, err_msg=name)
+
+
 @pytest.mark.parametrize("L", [16, 32])
 def test_gpu_multispin_matches_exact_finite_L(L):
     ds = ge.ising(L=L, beta=BETAS, sweeps=20_000, thermalization=2_000, realizations=256, bins=4, start="cold",

@@ -609,6 +609,9 @@ def cuda_runner(kind: str):
         row_other = np.uint32(other + np.uint32(y * S32))
         row_mine = np.uint32(mine + np.uint32(y * S32))
         end_other = np.uint32(other + np.uint32(L32 * S32))
+        # the blocks of the first and last columns of words (strips: their warps' lanes 0 and 31
+        # take a side word across a strip edge, rotated)
+        edge = strips and (cuda.blockIdx.x == 0 or cuda.blockIdx.x == cuda.gridDim.x - 1)
         up = same = np.uint32(0)
         if live and y < L32:
             up = lat[_index(np.uint32((row_other if y != 0 else end_other) - S32), j)]
@@ -618,9 +621,7 @@ def cuda_runner(kind: str):
         for _ in range(per_thread // 2):  # rows y and y + 1 (L is even): two words side by side
             f0 = f1 = undecided0 = undecided1 = dE4_0 = dE4_1 = at0 = at1 = s0 = s1 = np.uint32(0)
             if live and y < L32:
-                row_mid = np.uint32(row_other + S32)  # rows y + 1 and y + 2 of the other colour
-                if row_mid == end_other:
-                    row_mid = other
+                row_mid = np.uint32(row_other + S32)  # rows y + 1 (y is even, L too) and y + 2
                 row_low = np.uint32(row_mid + S32)
                 if row_low == end_other:
                     row_low = other
@@ -628,10 +629,11 @@ def cuda_runner(kind: str):
                 low = lat[_index(row_low, j)]
                 side0 = lat[_index(row_other, side_j)]
                 side1 = lat[_index(row_mid, next_side_j)]
-                if rot != 0:  # lanes 0 and 31 of the warps at a strip edge
-                    side0 = np.uint32((side0 << rot) | (side0 >> (np.uint32(32) - rot)))
-                if next_rot != 0:
-                    side1 = np.uint32((side1 << next_rot) | (side1 >> (np.uint32(32) - next_rot)))
+                if edge:  # lanes 0 and 31 of the warps at a strip edge
+                    if rot != 0:
+                        side0 = np.uint32((side0 << rot) | (side0 >> (np.uint32(32) - rot)))
+                    if next_rot != 0:
+                        side1 = np.uint32((side1 << next_rot) | (side1 >> (np.uint32(32) - next_rot)))
                 at0 = np.uint32(row_mine + j)
                 at1 = np.uint32(at0 + S32)
                 s0 = lat[_index(at0)]
