@@ -389,17 +389,23 @@ def _lane_count_device():
 
 
 def _warp_rank_device():
-    """``(warp_rank(flag, buf), warp_barrier())``: ``warp_rank`` gives a thread how many threads
-    of its warp below it have ``flag`` set, and how many in all (every thread of a full warp
-    takes part); ``warp_barrier`` orders the shared-memory writes of a warp before its reads.
+    """``(warp_rank(flag, below, buf), warp_barrier(), lanes_below())``: ``warp_rank`` gives a
+    thread how many threads of its warp below it have ``flag`` set, and how many in all (every
+    thread of a full warp takes part; ``below`` is what ``lanes_below`` gave the thread, read
+    once: a special register's latency); ``warp_barrier`` orders the shared-memory writes of
+    a warp before its reads.
 
-    On a GPU: ``ballot_sync`` and ``syncwarp``. The CUDA simulator has neither: there the
-    flags go through shared memory ``buf`` between two block barriers, and ``warp_barrier`` is
-    a block barrier (every thread of the block must take part in both).
+    On a GPU: ``ballot_sync``, ``lanemask_lt`` and ``syncwarp``. The CUDA simulator has none:
+    there the flags go through shared memory ``buf`` between two block barriers, and
+    ``warp_barrier`` is a block barrier (every thread of the block must take part in both).
     """
     if simulating_cuda():
         @cuda.jit(device=True)
-        def warp_rank(flag, buf):
+        def lanes_below():
+            return np.uint32(0)
+
+        @cuda.jit(device=True)
+        def warp_rank(flag, below_mask, buf):
             t = cuda.threadIdx.y * cuda.blockDim.x + cuda.threadIdx.x
             buf[t] = np.uint32(1 if flag else 0)
             cuda.syncthreads()
@@ -417,18 +423,22 @@ def _warp_rank_device():
         def warp_barrier():
             cuda.syncthreads()
 
-        return warp_rank, warp_barrier
+        return warp_rank, warp_barrier, lanes_below
 
     @cuda.jit(device=True)
-    def warp_rank(flag, buf):
+    def lanes_below():
+        return np.uint32(cuda.lanemask_lt())
+
+    @cuda.jit(device=True)
+    def warp_rank(flag, below_mask, buf):
         votes = np.uint32(cuda.ballot_sync(_ALL_LANES, flag))
-        return cuda.popc(votes & np.uint32(cuda.lanemask_lt())), cuda.popc(votes)
+        return cuda.popc(votes & below_mask), cuda.popc(votes)
 
     @cuda.jit(device=True)
     def warp_barrier():
         cuda.syncwarp(_ALL_LANES)
 
-    return warp_rank, warp_barrier
+    return warp_rank, warp_barrier, lanes_below
 
 
 @functools.cache
@@ -454,7 +464,7 @@ def cuda_runner(kind: str):
     finish_word = device(_finish_word)
     decide_head = device(metropolis.decide_head)
     finish_lanes = device(metropolis.finish_lanes)
-    warp_rank, warp_barrier = _warp_rank_device()
+    warp_rank, warp_barrier, lanes_below = _warp_rank_device()
 
     @cuda.jit(device=True)
     def resident_update(lat, base, c, y, j, L, S, strips, thr, seed, key, hs, group, aside, n_aside):
@@ -545,12 +555,13 @@ def cuda_runner(kind: str):
         return half_sweep
 
     @cuda.jit(device=True)
-    def set_aside(lat, aside, warp, n_aside, at, undecided, dE4, written, table, seed, key, hs, mine, group, buf):
+    def set_aside(lat, aside, warp, n_aside, at, undecided, dE4, written, table, seed, key, hs, mine, group, below_mask,
+                  buf):
         """Every thread of a warp: the words of its threads with lanes left after HEAD_BLOCKS
         (``undecided``) go to the warp's next free slots of ``aside``, as ``written``, or are
         finished at once where there is no room. Returns the lanes flipped by that finishing
         and the warp's new count of slots taken."""
-        below, total = warp_rank(undecided != 0, buf)
+        below, total = warp_rank(undecided != 0, below_mask, buf)
         flip = np.uint32(0)
         if undecided != 0:
             slot = np.uint32(n_aside + below)
@@ -618,6 +629,7 @@ def cuda_runner(kind: str):
             same = lat[_index(row_other, j)]
         n_aside = np.uint32(0)
         flips = 0
+        below_mask = lanes_below()
         for _ in range(per_thread // 2):  # rows y and y + 1 (L is even): two words side by side
             f0 = f1 = undecided0 = undecided1 = dE4_0 = dE4_1 = at0 = at1 = s0 = s1 = np.uint32(0)
             if live and y < L32:
@@ -650,10 +662,10 @@ def cuda_runner(kind: str):
                 row_other = row_low
             row_mine = np.uint32(row_mine + S32 + S32)
             flip, n_aside = set_aside(lat, aside, warp, n_aside, at0, undecided0, dE4_0, s0, table, seed, key, hs,
-                                      mine, group, buf)
+                                      mine, group, below_mask, buf)
             f0 |= flip
             flip, n_aside = set_aside(lat, aside, warp, n_aside, at1, undecided1, dE4_1, s1, table, seed, key, hs,
-                                      mine, group, buf)
+                                      mine, group, below_mask, buf)
             f1 |= flip
             if count:
                 flips += lane_count(f0, buf) + lane_count(f1, buf)
