@@ -467,12 +467,11 @@ def cuda_runner(kind: str):
     warp_rank, warp_barrier, lanes_below = _warp_rank_device()
 
     @cuda.jit(device=True)
-    def resident_update(lat, base, c, y, j, L, S, strips, thr, seed, key, hs, group, aside, n_aside):
-        """The word's first HEAD_BLOCKS Philox blocks; a word with lanes still undecided (~10 %
-        at beta_c) is set aside in ``aside`` for finish_set_aside (every thread of a warp then
-        waits for two blocks, not for the slowest word of the warp: up to eight), or finished
-        at once when ``aside`` is full."""
-        w, s, flip, undecided, dE4 = head(lat, base, c, y, j, L, S, strips, thr, seed, key, hs, group)
+    def resident_keep(lat, base, c, w, s, flip, undecided, dE4, y, j, S, thr, seed, key, hs, group, aside, n_aside):
+        """Write word ``w`` (``s``, its ``flip`` from :func:`head`); a word with lanes still
+        undecided (~10 % at beta_c) is set aside in ``aside`` for finish_set_aside (every thread
+        of a warp then waits for two blocks, not for the slowest word of the warp: up to eight),
+        or finished at once when ``aside`` is full. Returns the lanes flipped."""
         lat[w] = np.uint32(s ^ flip)
         if undecided != 0:
             slot = cuda.atomic.add(n_aside, c, 1)
@@ -765,20 +764,27 @@ def cuda_runner(kind: str):
         # instructions of ~230) and in the measurement alike.
         y0, j0 = np.uint32(tid // S), np.uint32(tid % S)
         dy, dj = np.uint32(nt // S), np.uint32(nt % S)
+        last_row = np.uint32(L - 1)
         for t in range(therm + sweeps):
             measured = t >= therm and (t - therm + 1) % every == 0
             flips = 0
             for c in range(2):
                 hs = np.uint32(2 * t + c)
                 y, j = y0, j0
-                for _ in range(rounds):
-                    f = np.uint32(0)
-                    if y < np.uint32(L):
-                        f = resident_update(sh, 0, c, y, j, L, S, False, planes, seed, key, hs, group0 + g, aside,
-                                            n_aside)
+                for _ in range((rounds + 1) // 2):
+                    # two words a step, both heads first: their random numbers are drawn side
+                    # by side (a word past the last row reads row L - 1 and writes nothing)
+                    y2, j2 = next_item(y, j, dy, dj, S)
+                    ya, yb = min(y, last_row), min(y2, last_row)
+                    wa, sa, fa, ua, da = head(sh, 0, c, ya, j, L, S, False, planes, seed, key, hs, group0 + g)
+                    wb, sb, fb, ub, db = head(sh, 0, c, yb, j2, L, S, False, planes, seed, key, hs, group0 + g)
+                    fa = (resident_keep(sh, 0, c, wa, sa, fa, ua, da, ya, j, S, planes, seed, key, hs, group0 + g,
+                                        aside, n_aside) if y < np.uint32(L) else np.uint32(0))
+                    fb = (resident_keep(sh, 0, c, wb, sb, fb, ub, db, yb, j2, S, planes, seed, key, hs, group0 + g,
+                                        aside, n_aside) if y2 < np.uint32(L) else np.uint32(0))
                     if measured:
-                        flips += lane_count(f, buf)
-                    y, j = next_item(y, j, dy, dj, S)
+                        flips += lane_count(fa, buf) + lane_count(fb, buf)
+                    y, j = next_item(y2, j2, dy, dj, S)
                 flips += finish_set_aside(sh, 0, c, L, S, planes, seed, key, hs, group0 + g, aside, n_aside,
                                           measured, buf)
             if measured:
