@@ -73,13 +73,8 @@ def _update_word(lattice, words, base, tbase, c, y, j, L, S, strips, thr, seed, 
 
 
 @metropolis.jit
-def _update_word_head(lattice, base, c, y, j, L, S, strips, thr, seed, key, hs, group):
-    return metropolis.update_word_head(lattice, base, np.int64(0), c, y, j, L, S, strips, thr, seed, key, hs, group)
-
-
-@metropolis.jit
 def _finish_word(lattice, at, undecided, dE4, thr, seed, key, hs, site, group):
-    """Decide the lanes :func:`_update_word_head` left undecided and flip the accepted ones."""
+    """Decide the lanes :func:`metropolis.decide_head` left undecided and flip the accepted ones."""
     accepted = metropolis.finish_lanes(undecided, dE4, thr, np.int64(0), seed, key, hs, site, group)
     lattice[at] = np.uint32(lattice[at] ^ accepted)
     return accepted
@@ -460,15 +455,36 @@ def cuda_runner(kind: str):
     lane_count = _lane_count_device()
     buf_size = 1024 if simulating_cuda() else 1
 
-    head = device(_update_word_head)
     finish_word = device(_finish_word)
     decide_head = device(metropolis.decide_head)
     finish_lanes = device(metropolis.finish_lanes)
     warp_rank, warp_barrier, lanes_below = _warp_rank_device()
 
     @cuda.jit(device=True)
+    def resident_head(sh, c, y, j, L32, S32, planes, seed, key, hs, group):
+        """The head (:func:`metropolis.update_word_head`) of word ``(y, j)`` of colour ``c`` of
+        a group kept in ``sh`` (replicas): the same decisions, from 32-bit offsets and selects
+        instead of branches."""
+        mine = np.uint32(np.uint32(c) * L32 * S32)
+        other = np.uint32(np.uint32(1 - c) * L32 * S32)
+        site = np.uint32(y * S32 + j)
+        row = np.uint32(other + np.uint32(y * S32))
+        row_up = np.uint32((row if y != 0 else np.uint32(other + np.uint32(L32 * S32))) - S32)
+        row_down = np.uint32(row + S32) if np.uint32(y + np.uint32(1)) != L32 else other
+        # rows of odd columns take the next word j + 1 as their side word, the others j - 1
+        side_j = np.uint32(j + (np.uint32(1) if (y ^ np.uint32(c)) & np.uint32(1) else np.uint32(S32 - np.uint32(1))))
+        if side_j >= S32:
+            side_j = np.uint32(side_j - S32)
+        w = np.uint32(mine + site)
+        s = sh[w]
+        flip, undecided, dE4 = decide_head(s, sh[np.uint32(row_up + j)], sh[np.uint32(row_down + j)],
+                                           sh[np.uint32(row + j)], sh[np.uint32(row + side_j)], planes, 0, seed,
+                                           key, hs, site, group)
+        return w, s, flip, undecided, dE4
+
+    @cuda.jit(device=True)
     def resident_keep(lat, base, c, w, s, flip, undecided, dE4, y, j, S, thr, seed, key, hs, group, aside, n_aside):
-        """Write word ``w`` (``s``, its ``flip`` from :func:`head`); a word with lanes still
+        """Write word ``w`` (``s``, its ``flip`` from :func:`resident_head`); a word with lanes still
         undecided (~10 % at beta_c) is set aside in ``aside`` for finish_set_aside (every thread
         of a warp then waits for two blocks, not for the slowest word of the warp: up to eight),
         or finished at once when ``aside`` is full. Returns the lanes flipped."""
@@ -765,6 +781,7 @@ def cuda_runner(kind: str):
         y0, j0 = np.uint32(tid // S), np.uint32(tid % S)
         dy, dj = np.uint32(nt // S), np.uint32(nt % S)
         last_row = np.uint32(L - 1)
+        L32, S32 = np.uint32(L), np.uint32(S)
         for t in range(therm + sweeps):
             measured = t >= therm and (t - therm + 1) % every == 0
             flips = 0
@@ -776,8 +793,8 @@ def cuda_runner(kind: str):
                     # by side (a word past the last row reads row L - 1 and writes nothing)
                     y2, j2 = next_item(y, j, dy, dj, S)
                     ya, yb = min(y, last_row), min(y2, last_row)
-                    wa, sa, fa, ua, da = head(sh, 0, c, ya, j, L, S, False, planes, seed, key, hs, group0 + g)
-                    wb, sb, fb, ub, db = head(sh, 0, c, yb, j2, L, S, False, planes, seed, key, hs, group0 + g)
+                    wa, sa, fa, ua, da = resident_head(sh, c, ya, j, L32, S32, planes, seed, key, hs, group0 + g)
+                    wb, sb, fb, ub, db = resident_head(sh, c, yb, j2, L32, S32, planes, seed, key, hs, group0 + g)
                     fa = (resident_keep(sh, 0, c, wa, sa, fa, ua, da, ya, j, S, planes, seed, key, hs, group0 + g,
                                         aside, n_aside) if y < np.uint32(L) else np.uint32(0))
                     fb = (resident_keep(sh, 0, c, wb, sb, fb, ub, db, yb, j2, S, planes, seed, key, hs, group0 + g,
