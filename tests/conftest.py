@@ -46,10 +46,6 @@ def _simulator_cases() -> dict:
     # three blocks of the simulator's 2 x 8 rows, 20 words a row a partial warp
     ising["launched-strips"] = dict(ising["launched"], L=64, beta=0.44, realizations=1)
     ising["launched-crowded"] = dict(ising["launched"], L=40)
-    # the resident kernel with two warps (GPUENSEMBLES_ISING_RESIDENT_THREADS=64) on 34 words a
-    # row: two columns of words, the second with two, 9 stretches of 8 rows each, dealt out in
-    # turns (the last one short)
-    ising["resident-columns"] = dict(ising["resident"], L=68, realizations=1)
     # 40 lattices are two groups, launched one at a time (_MAX_GRID_Z lowered to 1): each
     # launch gets its own part of the lattice array
     ising["launched-chunks"] = dict(ising["launched"], realizations=20)

@@ -291,10 +291,10 @@ _WARP_ROOM = 64
 #: little faster than 8 on an H200, for both kernels.
 _BLOCK_ROWS = 4
 
-#: Slots for the words the resident multi-spin kernel's warps set aside (shared memory, 16
-#: bytes each), shared out between its warps (``_WARP_ROOM`` each at most): 48 each for 8 warps
-#: (the ~27 of a warp's 8 rows at beta_c), 24 for 16; a word that finds no room is finished at once.
-_SET_ASIDE = 384
+#: Room for the words the resident multi-spin kernel sets aside (shared memory, 12 bytes each)
+#: to finish them together at the end of a half-sweep: ~10 % of its words have lanes left after
+#: ``HEAD_BLOCKS`` at beta_c, more at larger beta; a word that finds no room is finished at once.
+_SET_ASIDE = 512
 #: Largest lattice the resident multi-spin kernel keeps in shared memory (``4 L^2`` bytes
 #: per group of 32 lattices, with the words set aside within the 48 KiB every GPU grants
 #: without opting in).
@@ -461,6 +461,70 @@ def cuda_runner(kind: str):
     warp_rank, warp_barrier, lanes_below = _warp_rank_device()
 
     @cuda.jit(device=True)
+    def resident_head(sh, c, y, j, L32, S32, planes, seed, key, hs, group):
+        """The head (:func:`metropolis.update_word_head`) of word ``(y, j)`` of colour ``c`` of
+        a group kept in ``sh`` (replicas): the same decisions, from 32-bit offsets and selects
+        instead of branches."""
+        mine = np.uint32(np.uint32(c) * L32 * S32)
+        other = np.uint32(np.uint32(1 - c) * L32 * S32)
+        site = np.uint32(y * S32 + j)
+        row = np.uint32(other + np.uint32(y * S32))
+        row_up = np.uint32((row if y != 0 else np.uint32(other + np.uint32(L32 * S32))) - S32)
+        row_down = np.uint32(row + S32) if np.uint32(y + np.uint32(1)) != L32 else other
+        # rows of odd columns take the next word j + 1 as their side word, the others j - 1
+        side_j = np.uint32(j + (np.uint32(1) if (y ^ np.uint32(c)) & np.uint32(1) else np.uint32(S32 - np.uint32(1))))
+        if side_j >= S32:
+            side_j = np.uint32(side_j - S32)
+        w = np.uint32(mine + site)
+        s = sh[w]
+        flip, undecided, dE4 = decide_head(s, sh[np.uint32(row_up + j)], sh[np.uint32(row_down + j)],
+                                           sh[np.uint32(row + j)], sh[np.uint32(row + side_j)], planes, 0, seed,
+                                           key, hs, site, group)
+        return w, s, flip, undecided, dE4
+
+    @cuda.jit(device=True)
+    def resident_keep(lat, base, c, w, s, flip, undecided, dE4, y, j, S, thr, seed, key, hs, group, aside, n_aside):
+        """Write word ``w`` (``s``, its ``flip`` from :func:`resident_head`); a word with lanes still
+        undecided (~10 % at beta_c) is set aside in ``aside`` for finish_set_aside (every thread
+        of a warp then waits for two blocks, not for the slowest word of the warp: up to eight),
+        or finished at once when ``aside`` is full. Returns the lanes flipped."""
+        lat[w] = np.uint32(s ^ flip)
+        if undecided != 0:
+            slot = cuda.atomic.add(n_aside, c, 1)
+            if slot < aside.shape[0]:
+                aside[slot, 0] = np.uint32(w - base)
+                aside[slot, 1] = undecided
+                aside[slot, 2] = dE4
+            else:
+                flip |= np.uint32(finish_word(lat, w, undecided, dE4, thr, seed, key, hs, y * S + j, group))
+        return flip
+
+    @cuda.jit(device=True)
+    def finish_set_aside(lat, base, c, L, S, thr, seed, key, hs, group, aside, n_aside, count, buf):
+        # Every thread of the block: the words of colour c set aside (counted in n_aside[c]),
+        # spread over all threads; returns the flips of this thread's lane in them (when
+        # counting). The other colour's count is reset here: every thread read it before the
+        # barrier that ended its finishing, and it is counted again only after the one below.
+        cuda.syncthreads()
+        n = min(n_aside[c], aside.shape[0])
+        t = cuda.threadIdx.y * cuda.blockDim.x + cuda.threadIdx.x
+        nt = cuda.blockDim.x * cuda.blockDim.y
+        if t == 0:
+            n_aside[1 - c] = 0
+        colour = np.uint32(c * L * S)
+        flips = 0
+        for e in range(t, n + nt - 1 - (n + nt - 1) % nt, nt):  # the same rounds for all threads
+            f = np.uint32(0)
+            if e < n:
+                k = aside[e, 0]
+                f = np.uint32(finish_word(lat, base + k, aside[e, 1], aside[e, 2], thr, seed, key, hs,
+                                          np.uint32(k - colour), group))
+            if count:
+                flips += lane_count(f, buf)
+        cuda.syncthreads()
+        return flips
+
+    @cuda.jit(device=True)
     def load_thresholds(planes, thr, g, n_groups):
         # The block's group's thresholds, read once into shared memory (a while loop in
         # 32 bits: a range with a run-time step would cost every thread a division).
@@ -506,41 +570,55 @@ def cuda_runner(kind: str):
         return half_sweep
 
     @cuda.jit(device=True)
-    def set_aside(lat, aside, first, room, n_aside, at, undecided, dE4, written, table, seed, key, hs, mine, group,
-                  below_mask, buf):
+    def set_aside(lat, aside, warp, n_aside, at, undecided, dE4, written, table, seed, key, hs, mine, group, below_mask,
+                  buf):
         """Every thread of a warp: the words of its threads with lanes left after HEAD_BLOCKS
-        (``undecided``) go to the warp's next free slots of ``aside`` (its ``room`` from row
-        ``first``), as ``written``, or are finished at once where there is no room. Returns
-        the lanes flipped by that finishing and the warp's new count of slots taken."""
+        (``undecided``) go to the warp's next free slots of ``aside``, as ``written``, or are
+        finished at once where there is no room. Returns the lanes flipped by that finishing
+        and the warp's new count of slots taken."""
         below, total = warp_rank(undecided != 0, below_mask, buf)
         flip = np.uint32(0)
         if undecided != 0:
             slot = np.uint32(n_aside + below)
-            if slot < np.uint32(room):
-                slot = np.uint32(first + slot)
-                aside[slot, 0] = at
-                aside[slot, 1] = undecided
-                aside[slot, 2] = dE4
-                aside[slot, 3] = written  # finishing it reads no global memory
+            if slot < np.uint32(_WARP_ROOM):
+                aside[warp, slot, 0] = at
+                aside[warp, slot, 1] = undecided
+                aside[warp, slot, 2] = dE4
+                aside[warp, slot, 3] = written  # finishing it reads no global memory
             else:
                 flip = np.uint32(finish_word(lat, _index(at), undecided, dE4, table, seed, key, hs,
                                              np.uint32(at - mine), group))
         return flip, np.uint32(n_aside + total)
 
-    @cuda.jit(device=True)
-    def walk_column(lat, table, aside, first, room, c, j, y, live, L32, S32, strips, edge, mine, other, seed, key,
-                    hs, group, count, below_mask, buf):
-        """Every thread of a warp: the Metropolis update of word ``j`` of ``per_thread`` rows of
-        colour ``c`` from row ``y`` (even), walking down the column two rows at a time (the two
-        words' random numbers drawn side by side: on an H200 2780 flips/ns, against 2670 one
-        row at a time). A row's neighbours in the other colour are its rows y - 1, y, y + 1
-        and the side word of row y: two of the three rows were read for the row before.
-
-        ``mine`` and ``other`` are where the colours' rows start in ``lat``; ``live``: the
-        thread has a word; ``edge``: its block may hold a lane across a strip edge. A word with
-        lanes left after HEAD_BLOCKS is set aside (the warp's ``room`` slots of ``aside`` from
-        row ``first``), for the warp to finish all of them together at the end. Returns the
-        flips of the thread's lane when ``count``."""
+    @cached
+    @cuda.jit(**kernel_options("half_sweep"))
+    def column_sweep(lattice, words, thr, c, row, g0, n_groups, L, S, strips, seed, key, hs, group0, count, counts):
+        # Multi-spin, launched. Grid (S / 32, L / (R K), groups), blocks (32, R) (R =
+        # _BLOCK_ROWS, K = per_thread): thread x of warp t of block (bx, by) takes word
+        # j = 32 bx + x of the K rows from y = K (R by + t), walking down the column two rows
+        # at a time (the two words' random numbers are drawn side by side: on an H200 2780
+        # flips/ns, against 2670 one row at a time). A row's neighbours in the other colour are
+        # its rows y - 1, y, y + 1, and the side word of row y: two of the three rows were read
+        # for the row before. ``words`` and ``row`` are unused (the int8 kernels' signature). A
+        # word with lanes left after HEAD_BLOCKS is set aside, for the warp to finish all of
+        # them together at the end.
+        buf = cuda.shared.array(buf_size, dtype=numba.uint32)
+        table = cuda.shared.array(stride, dtype=numba.uint32)
+        aside = cuda.shared.array((_BLOCK_ROWS, _WARP_ROOM, 4), dtype=numba.uint32)
+        lat, thr = view(lattice), view(thr)
+        g = g0 + cuda.blockIdx.z
+        load_thresholds(table, thr, g, n_groups)
+        lane, warp = cuda.threadIdx.x, cuda.threadIdx.y
+        j = np.uint32(cuda.blockIdx.x * 32 + lane)
+        y = np.uint32((cuda.blockIdx.y * cuda.blockDim.y + warp) * per_thread)
+        live = g < n_groups and j < np.uint32(S)
+        group = group0 + g
+        L32, S32 = np.uint32(L), np.uint32(S)
+        # ``lattice`` holds the launch's groups from g0 (fewer than 2^32 words, see sweeper):
+        # every index is a 32-bit offset, one wide multiply-add from an address
+        colours = np.uint32(cuda.blockIdx.z) * np.uint32(2) * L32 * S32
+        mine = np.uint32(colours + np.uint32(c) * L32 * S32)  # where colour c's rows start, and the other's
+        other = np.uint32(colours + np.uint32(1 - c) * L32 * S32)
         # the side words of the rows from y: index in the row and left rotation (a strip edge
         # crossed: the next or previous lane); rows of odd columns take the next word j + 1,
         # rows of even columns the previous one, and the two alternate down the column
@@ -557,12 +635,16 @@ def cuda_runner(kind: str):
         row_other = np.uint32(other + np.uint32(y * S32))
         row_mine = np.uint32(mine + np.uint32(y * S32))
         end_other = np.uint32(other + np.uint32(L32 * S32))
+        # the blocks of the first and last columns of words (strips: their warps' lanes 0 and 31
+        # take a side word across a strip edge, rotated)
+        edge = strips and (cuda.blockIdx.x == 0 or cuda.blockIdx.x == cuda.gridDim.x - 1)
         up = same = np.uint32(0)
         if live and y < L32:
             up = lat[_index(np.uint32((row_other if y != 0 else end_other) - S32), j)]
             same = lat[_index(row_other, j)]
         n_aside = np.uint32(0)
         flips = 0
+        below_mask = lanes_below()
         for _ in range(per_thread // 2):  # rows y and y + 1 (L is even): two words side by side
             f0 = f1 = undecided0 = undecided1 = dE4_0 = dE4_1 = at0 = at1 = s0 = s1 = np.uint32(0)
             if live and y < L32:
@@ -594,60 +676,26 @@ def cuda_runner(kind: str):
                 up, same = mid, low
                 row_other = row_low
             row_mine = np.uint32(row_mine + S32 + S32)
-            flip, n_aside = set_aside(lat, aside, first, room, n_aside, at0, undecided0, dE4_0, s0, table, seed, key,
-                                      hs, mine, group, below_mask, buf)
+            flip, n_aside = set_aside(lat, aside, warp, n_aside, at0, undecided0, dE4_0, s0, table, seed, key, hs,
+                                      mine, group, below_mask, buf)
             f0 |= flip
-            flip, n_aside = set_aside(lat, aside, first, room, n_aside, at1, undecided1, dE4_1, s1, table, seed, key,
-                                      hs, mine, group, below_mask, buf)
+            flip, n_aside = set_aside(lat, aside, warp, n_aside, at1, undecided1, dE4_1, s1, table, seed, key, hs,
+                                      mine, group, below_mask, buf)
             f1 |= flip
             if count:
                 flips += lane_count(f0, buf) + lane_count(f1, buf)
             y = np.uint32(y + np.uint32(2))
         warp_barrier()  # the slots the other lanes wrote
-        for r in range((room + 31) // 32):  # lane x finishes slots x, x + 32, ...
-            e = np.uint32(r * 32 + (cuda.threadIdx.x & 31))
+        for r in range(-(-_WARP_ROOM // 32)):  # lane x finishes slots x and x + 32
+            e = r * 32 + lane
             f = np.uint32(0)
-            if e < n_aside and e < np.uint32(room):
-                e = np.uint32(first + e)
-                at = aside[e, 0]
-                f = np.uint32(finish_lanes(aside[e, 1], aside[e, 2], table, 0, seed, key, hs, np.uint32(at - mine),
-                                           group))
-                lat[_index(at)] = np.uint32(aside[e, 3] ^ f)
+            if e < n_aside and e < _WARP_ROOM:
+                at = aside[warp, e, 0]
+                f = np.uint32(finish_lanes(aside[warp, e, 1], aside[warp, e, 2], table, 0, seed, key, hs,
+                                           np.uint32(at - mine), group))
+                lat[_index(at)] = np.uint32(aside[warp, e, 3] ^ f)
             if count:
                 flips += lane_count(f, buf)
-        warp_barrier()  # the slots read before the warp sets words aside again
-        return flips
-
-    column_slots = _BLOCK_ROWS * _WARP_ROOM  # the words a block of column_sweep can set aside
-
-    @cached
-    @cuda.jit(**kernel_options("half_sweep"))
-    def column_sweep(lattice, words, thr, c, row, g0, n_groups, L, S, strips, seed, key, hs, group0, count, counts):
-        # Multi-spin, launched. Grid (S / 32, L / (R K), groups), blocks (32, R) (R =
-        # _BLOCK_ROWS, K = per_thread): thread x of warp t of block (bx, by) takes word
-        # j = 32 bx + x of the K rows from y = K (R by + t) (walk_column). ``words`` and ``row``
-        # are unused (the int8 kernels' signature).
-        buf = cuda.shared.array(buf_size, dtype=numba.uint32)
-        table = cuda.shared.array(stride, dtype=numba.uint32)
-        aside = cuda.shared.array((column_slots, 4), dtype=numba.uint32)
-        lat, thr = view(lattice), view(thr)
-        g = g0 + cuda.blockIdx.z
-        load_thresholds(table, thr, g, n_groups)
-        lane, warp = cuda.threadIdx.x, cuda.threadIdx.y
-        j = np.uint32(cuda.blockIdx.x * 32 + lane)
-        y = np.uint32((cuda.blockIdx.y * cuda.blockDim.y + warp) * per_thread)
-        L32, S32 = np.uint32(L), np.uint32(S)
-        # ``lattice`` holds the launch's groups from g0 (fewer than 2^32 words, see sweeper):
-        # every index is a 32-bit offset, one wide multiply-add from an address
-        colours = np.uint32(cuda.blockIdx.z) * np.uint32(2) * L32 * S32
-        mine = np.uint32(colours + np.uint32(c) * L32 * S32)  # where colour c's rows start, and the other's
-        other = np.uint32(colours + np.uint32(1 - c) * L32 * S32)
-        # the blocks of the first and last columns of words (strips: their warps' lanes 0 and 31
-        # take a side word across a strip edge, rotated)
-        edge = strips and (cuda.blockIdx.x == 0 or cuda.blockIdx.x == cuda.gridDim.x - 1)
-        flips = walk_column(lat, table, aside, np.uint32(warp * _WARP_ROOM), _WARP_ROOM, c, j, y,
-                            g < n_groups and j < S32, L32, S32, strips, edge, mine, other, seed, key, hs, group0 + g,
-                            count, lanes_below(), buf)
         if count and g < n_groups and flips > 0:
             cuda.atomic.add(counts, (g, lane, 2), np.int64(flips))
 
@@ -708,12 +756,15 @@ def cuda_runner(kind: str):
         tally = cuda.shared.array((_COUNTS, 32), dtype=numba.int32)
         buf = cuda.shared.array(buf_size, dtype=numba.uint32)
         planes = cuda.shared.array(stride, dtype=numba.uint32)
-        aside = cuda.shared.array((_SET_ASIDE, 4), dtype=numba.uint32)
+        aside = cuda.shared.array((_SET_ASIDE, 3), dtype=numba.uint32)
+        n_aside = cuda.shared.array(2, dtype=numba.int32)  # words set aside, by colour
         thr, bins, series = view(thr), view(bins), view(series)
         g = cuda.blockIdx.x
         tid = cuda.threadIdx.x
         nt = cuda.blockDim.x
         words = L * S
+        if tid == 0:
+            n_aside[0] = n_aside[1] = 0
         load_thresholds(planes, thr, g, g + 1)
         for i in range(tid, 2 * words, nt):
             sh[i] = lattice[g * 2 * words + i]
@@ -729,31 +780,30 @@ def cuda_runner(kind: str):
         # instructions of ~230) and in the measurement alike.
         y0, j0 = np.uint32(tid // S), np.uint32(tid % S)
         dy, dj = np.uint32(nt // S), np.uint32(nt % S)
-        # The update: the colour's columns of 32 words, in stretches of per_thread rows, dealt
-        # out to the warps in turn (walk_column); every warp takes the same number of turns.
+        last_row = np.uint32(L - 1)
         L32, S32 = np.uint32(L), np.uint32(S)
-        warp, warps = np.uint32(tid >> 5), np.uint32(nt >> 5)
-        columns = np.uint32((S32 + np.uint32(31)) >> np.uint32(5))
-        stretches = np.uint32(columns * np.uint32((L32 + np.uint32(per_thread - 1)) // np.uint32(per_thread)))
-        turns = np.uint32((stretches + warps - np.uint32(1)) // warps)
-        room = min(_WARP_ROOM, _SET_ASIDE // (nt >> 5))
-        first = np.uint32(warp * np.uint32(room))
-        below_mask = lanes_below()
         for t in range(therm + sweeps):
             measured = t >= therm and (t - therm + 1) % every == 0
             flips = 0
             for c in range(2):
                 hs = np.uint32(2 * t + c)
-                mine, other = np.uint32(np.uint32(c) * L32 * S32), np.uint32(np.uint32(1 - c) * L32 * S32)
-                for turn in range(turns):
-                    stretch = np.uint32(warp + np.uint32(turn) * warps)
-                    column = np.uint32(stretch % columns)
-                    j = np.uint32(column * np.uint32(32) + np.uint32(tid & 31))
-                    flips += walk_column(sh, planes, aside, first, room, c, j,
-                                         np.uint32(np.uint32(stretch // columns) * np.uint32(per_thread)),
-                                         stretch < stretches and j < S32, L32, S32, False, False, mine, other, seed,
-                                         key, hs, group0 + g, measured, below_mask, buf)
-                cuda.syncthreads()  # the colour's words written before the other colour reads them
+                y, j = y0, j0
+                for _ in range((rounds + 1) // 2):
+                    # two words a step, both heads first: their random numbers are drawn side
+                    # by side (a word past the last row reads row L - 1 and writes nothing)
+                    y2, j2 = next_item(y, j, dy, dj, S)
+                    ya, yb = min(y, last_row), min(y2, last_row)
+                    wa, sa, fa, ua, da = resident_head(sh, c, ya, j, L32, S32, planes, seed, key, hs, group0 + g)
+                    wb, sb, fb, ub, db = resident_head(sh, c, yb, j2, L32, S32, planes, seed, key, hs, group0 + g)
+                    fa = (resident_keep(sh, 0, c, wa, sa, fa, ua, da, ya, j, S, planes, seed, key, hs, group0 + g,
+                                        aside, n_aside) if y < np.uint32(L) else np.uint32(0))
+                    fb = (resident_keep(sh, 0, c, wb, sb, fb, ub, db, yb, j2, S, planes, seed, key, hs, group0 + g,
+                                        aside, n_aside) if y2 < np.uint32(L) else np.uint32(0))
+                    if measured:
+                        flips += lane_count(fa, buf) + lane_count(fb, buf)
+                    y, j = next_item(y2, j2, dy, dj, S)
+                flips += finish_set_aside(sh, 0, c, L, S, planes, seed, key, hs, group0 + g, aside, n_aside,
+                                          measured, buf)
             if measured:
                 down = 0
                 anti = 0
