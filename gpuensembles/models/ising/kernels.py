@@ -280,8 +280,7 @@ _TRANSPOSE = ((16, 0x0000FFFF), (8, 0x00FF00FF), (4, 0x0F0F0F0F), (2, 0x33333333
 #: Update items per thread of the launched half-sweep kernels: one-off work (thresholds, key
 #: schedule, row indices, finishing the words set aside) is shared by that many items. The
 #: multi-spin kernel takes a column of that many rows (an even number: it takes two at a
-#: time); int8 (H200, 16384^2) stretches of a row:
-#: 4 items beat 1 by 30%, 8 gained nothing more.
+#: time); int8 that many stretches of a row (H200, 16384^2: 4 beat 1 by 30 %, 8 gained nothing).
 _ITEMS_PER_THREAD = {"multispin": 8, "int8": 4}
 #: Words a warp of the launched multi-spin kernel can set aside (shared memory, 16 bytes each):
 #: at most 11.8 % of its 256 words have lanes left after ``HEAD_BLOCKS`` (2^-8 per lane at
