@@ -46,6 +46,11 @@ def _simulator_cases() -> dict:
     # three blocks of the simulator's 2 x 8 rows, 20 words a row a partial warp
     ising["launched-strips"] = dict(ising["launched"], L=64, beta=0.44, realizations=1)
     ising["launched-crowded"] = dict(ising["launched"], L=40)
+    # the resident kernel's column walk: "resident" (L = 6) walks three pieces of a row of 3
+    # words side by side in one warp; here three warps (GPUENSEMBLES_ISING_RESIDENT_THREADS=96)
+    # on 35 words a row: two columns of words, the second with three, 18 pieces of 8 rows (the
+    # last of each column 6) dealt out in 6 turns
+    ising["resident-columns"] = dict(ising["resident"], L=70, realizations=1)
     # 40 lattices are two groups, launched one at a time (_MAX_GRID_Z lowered to 1): each
     # launch gets its own part of the lattice array
     ising["launched-chunks"] = dict(ising["launched"], realizations=20)

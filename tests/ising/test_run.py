@@ -173,6 +173,24 @@ def test_wrong_types_are_refused(kwargs, match):
         ge.ising(**{**kw, **kwargs})
 
 
+def test_resident_rows_give_every_warp_work():
+    # 64^2 (32 words a row): 8 warps take the 8 pieces of 8 rows in one turn, 16 warps 16 of 4,
+    # 12 warps 11 of 6 (the last 4 rows); 16^2 (8 words a row, four pieces side by side per
+    # warp): 4 warps take the 8 pieces of 2 rows in one turn
+    assert [lattices.resident_rows(64, 32, t) for t in (256, 512, 384)] == [8, 4, 6]
+    assert lattices.resident_rows(16, 8, 128) == 2
+
+    def steps(L, S, threads, rows):  # rows the busiest warp walks
+        slots = threads // 32 * (32 // min(S, 32))
+        return -(-(-(-S // 32) * -(-L // rows)) // slots) * rows
+
+    for L in range(4, lattices.RESIDENT_MAX_L + 1, 2):
+        for threads in range(32, 1025, 32):
+            rows = lattices.resident_rows(L, L // 2, threads)
+            assert rows in (2, 4, 6, 8)
+            assert steps(L, L // 2, threads, rows) == min(steps(L, L // 2, threads, k) for k in (2, 4, 6, 8))
+
+
 def test_resident_threads_by_groups_and_setting(monkeypatch):
     # two blocks share a multiprocessor when the groups outnumber them; never more than the kernel allows
     monkeypatch.delenv(lattices.RESIDENT_THREADS_VARIABLE, raising=False)

@@ -290,10 +290,10 @@ _WARP_ROOM = 64
 #: little faster than 8 on an H200, for both kernels.
 _BLOCK_ROWS = 4
 
-#: Room for the words the resident multi-spin kernel sets aside (shared memory, 12 bytes each)
-#: to finish them together at the end of a half-sweep: ~10 % of its words have lanes left after
-#: ``HEAD_BLOCKS`` at beta_c, more at larger beta; a word that finds no room is finished at once.
-_SET_ASIDE = 512
+#: Slots for the words the resident multi-spin kernel's warps set aside (shared memory, 16
+#: bytes each), shared out between its warps (``_WARP_ROOM`` each at most): 48 each for 8 warps
+#: (the ~27 of a warp's 8 rows at beta_c), 24 for 16; a word that finds no room is finished at once.
+_SET_ASIDE = 384
 #: Largest lattice the resident multi-spin kernel keeps in shared memory (``4 L^2`` bytes
 #: per group of 32 lattices, with the words set aside within the 48 KiB every GPU grants
 #: without opting in).
@@ -329,6 +329,24 @@ def resident_threads(n_groups: int, multiprocessors: int, most: int) -> int:
                          f"{most} threads per block; cap them with GPUENSEMBLES_REGISTER_LIMITS=ising_resident=N "
                          f"(N <= {65536 // threads})")
     return threads
+
+
+def resident_rows(L: int, S: int, threads: int) -> int:
+    """Rows per piece of the resident kernel's column walk, for ``L`` rows of ``S`` words and
+    ``threads`` threads: 8, 6, 4 or 2, the one that leaves the fewest steps (turns x rows) to
+    the busiest warp, the largest of those (a piece's one-off work is shared by more rows).
+
+    A piece is ``rows`` rows of up to 32 words (a column of words, or a whole row when
+    ``S < 32``); a warp takes ``32 // min(S, 32)`` pieces side by side per turn. E.g. 64^2
+    lattices (``S = 32``): 8 rows for 256 threads (one turn of the 8 warps), 4 for 512.
+    """
+    slots = threads // 32 * (32 // min(S, 32))  # pieces per turn
+    columns = -(-S // 32)
+
+    def steps(rows):  # rows the busiest warp walks
+        return -(-columns * -(-L // rows) // slots) * rows
+
+    return min((8, 6, 4, 2), key=steps)  # ties: the first
 
 
 @metropolis.jit
@@ -460,70 +478,6 @@ def cuda_runner(kind: str):
     warp_rank, warp_barrier, lanes_below = _warp_rank_device()
 
     @cuda.jit(device=True)
-    def resident_head(sh, c, y, j, L32, S32, planes, seed, key, hs, group):
-        """The head (:func:`metropolis.update_word_head`) of word ``(y, j)`` of colour ``c`` of
-        a group kept in ``sh`` (replicas): the same decisions, from 32-bit offsets and selects
-        instead of branches."""
-        mine = np.uint32(np.uint32(c) * L32 * S32)
-        other = np.uint32(np.uint32(1 - c) * L32 * S32)
-        site = np.uint32(y * S32 + j)
-        row = np.uint32(other + np.uint32(y * S32))
-        row_up = np.uint32((row if y != 0 else np.uint32(other + np.uint32(L32 * S32))) - S32)
-        row_down = np.uint32(row + S32) if np.uint32(y + np.uint32(1)) != L32 else other
-        # rows of odd columns take the next word j + 1 as their side word, the others j - 1
-        side_j = np.uint32(j + (np.uint32(1) if (y ^ np.uint32(c)) & np.uint32(1) else np.uint32(S32 - np.uint32(1))))
-        if side_j >= S32:
-            side_j = np.uint32(side_j - S32)
-        w = np.uint32(mine + site)
-        s = sh[w]
-        flip, undecided, dE4 = decide_head(s, sh[np.uint32(row_up + j)], sh[np.uint32(row_down + j)],
-                                           sh[np.uint32(row + j)], sh[np.uint32(row + side_j)], planes, 0, seed,
-                                           key, hs, site, group)
-        return w, s, flip, undecided, dE4
-
-    @cuda.jit(device=True)
-    def resident_keep(lat, base, c, w, s, flip, undecided, dE4, y, j, S, thr, seed, key, hs, group, aside, n_aside):
-        """Write word ``w`` (``s``, its ``flip`` from :func:`resident_head`); a word with lanes still
-        undecided (~10 % at beta_c) is set aside in ``aside`` for finish_set_aside (every thread
-        of a warp then waits for two blocks, not for the slowest word of the warp: up to eight),
-        or finished at once when ``aside`` is full. Returns the lanes flipped."""
-        lat[w] = np.uint32(s ^ flip)
-        if undecided != 0:
-            slot = cuda.atomic.add(n_aside, c, 1)
-            if slot < aside.shape[0]:
-                aside[slot, 0] = np.uint32(w - base)
-                aside[slot, 1] = undecided
-                aside[slot, 2] = dE4
-            else:
-                flip |= np.uint32(finish_word(lat, w, undecided, dE4, thr, seed, key, hs, y * S + j, group))
-        return flip
-
-    @cuda.jit(device=True)
-    def finish_set_aside(lat, base, c, L, S, thr, seed, key, hs, group, aside, n_aside, count, buf):
-        # Every thread of the block: the words of colour c set aside (counted in n_aside[c]),
-        # spread over all threads; returns the flips of this thread's lane in them (when
-        # counting). The other colour's count is reset here: every thread read it before the
-        # barrier that ended its finishing, and it is counted again only after the one below.
-        cuda.syncthreads()
-        n = min(n_aside[c], aside.shape[0])
-        t = cuda.threadIdx.y * cuda.blockDim.x + cuda.threadIdx.x
-        nt = cuda.blockDim.x * cuda.blockDim.y
-        if t == 0:
-            n_aside[1 - c] = 0
-        colour = np.uint32(c * L * S)
-        flips = 0
-        for e in range(t, n + nt - 1 - (n + nt - 1) % nt, nt):  # the same rounds for all threads
-            f = np.uint32(0)
-            if e < n:
-                k = aside[e, 0]
-                f = np.uint32(finish_word(lat, base + k, aside[e, 1], aside[e, 2], thr, seed, key, hs,
-                                          np.uint32(k - colour), group))
-            if count:
-                flips += lane_count(f, buf)
-        cuda.syncthreads()
-        return flips
-
-    @cuda.jit(device=True)
     def load_thresholds(planes, thr, g, n_groups):
         # The block's group's thresholds, read once into shared memory (a while loop in
         # 32 bits: a range with a run-time step would cost every thread a division).
@@ -569,55 +523,41 @@ def cuda_runner(kind: str):
         return half_sweep
 
     @cuda.jit(device=True)
-    def set_aside(lat, aside, warp, n_aside, at, undecided, dE4, written, table, seed, key, hs, mine, group, below_mask,
-                  buf):
+    def set_aside(lat, aside, first, room, n_aside, at, undecided, dE4, written, table, seed, key, hs, mine, group,
+                  below_mask, buf):
         """Every thread of a warp: the words of its threads with lanes left after HEAD_BLOCKS
-        (``undecided``) go to the warp's next free slots of ``aside``, as ``written``, or are
-        finished at once where there is no room. Returns the lanes flipped by that finishing
-        and the warp's new count of slots taken."""
+        (``undecided``) go to the warp's next free slots of ``aside`` (its ``room`` from row
+        ``first``), as ``written``, or are finished at once where there is no room. Returns
+        the lanes flipped by that finishing and the warp's new count of slots taken."""
         below, total = warp_rank(undecided != 0, below_mask, buf)
         flip = np.uint32(0)
         if undecided != 0:
             slot = np.uint32(n_aside + below)
-            if slot < np.uint32(_WARP_ROOM):
-                aside[warp, slot, 0] = at
-                aside[warp, slot, 1] = undecided
-                aside[warp, slot, 2] = dE4
-                aside[warp, slot, 3] = written  # finishing it reads no global memory
+            if slot < np.uint32(room):
+                slot = np.uint32(first + slot)
+                aside[slot, 0] = at
+                aside[slot, 1] = undecided
+                aside[slot, 2] = dE4
+                aside[slot, 3] = written  # finishing it reads no global memory
             else:
                 flip = np.uint32(finish_word(lat, _index(at), undecided, dE4, table, seed, key, hs,
                                              np.uint32(at - mine), group))
         return flip, np.uint32(n_aside + total)
 
-    @cached
-    @cuda.jit(**kernel_options("half_sweep"))
-    def column_sweep(lattice, words, thr, c, row, g0, n_groups, L, S, strips, seed, key, hs, group0, count, counts):
-        # Multi-spin, launched. Grid (S / 32, L / (R K), groups), blocks (32, R) (R =
-        # _BLOCK_ROWS, K = per_thread): thread x of warp t of block (bx, by) takes word
-        # j = 32 bx + x of the K rows from y = K (R by + t), walking down the column two rows
-        # at a time (the two words' random numbers are drawn side by side: on an H200 2780
-        # flips/ns, against 2670 one row at a time). A row's neighbours in the other colour are
-        # its rows y - 1, y, y + 1, and the side word of row y: two of the three rows were read
-        # for the row before. ``words`` and ``row`` are unused (the int8 kernels' signature). A
-        # word with lanes left after HEAD_BLOCKS is set aside, for the warp to finish all of
-        # them together at the end.
-        buf = cuda.shared.array(buf_size, dtype=numba.uint32)
-        table = cuda.shared.array(stride, dtype=numba.uint32)
-        aside = cuda.shared.array((_BLOCK_ROWS, _WARP_ROOM, 4), dtype=numba.uint32)
-        lat, thr = view(lattice), view(thr)
-        g = g0 + cuda.blockIdx.z
-        load_thresholds(table, thr, g, n_groups)
-        lane, warp = cuda.threadIdx.x, cuda.threadIdx.y
-        j = np.uint32(cuda.blockIdx.x * 32 + lane)
-        y = np.uint32((cuda.blockIdx.y * cuda.blockDim.y + warp) * per_thread)
-        live = g < n_groups and j < np.uint32(S)
-        group = group0 + g
-        L32, S32 = np.uint32(L), np.uint32(S)
-        # ``lattice`` holds the launch's groups from g0 (fewer than 2^32 words, see sweeper):
-        # every index is a 32-bit offset, one wide multiply-add from an address
-        colours = np.uint32(cuda.blockIdx.z) * np.uint32(2) * L32 * S32
-        mine = np.uint32(colours + np.uint32(c) * L32 * S32)  # where colour c's rows start, and the other's
-        other = np.uint32(colours + np.uint32(1 - c) * L32 * S32)
+    @cuda.jit(device=True)
+    def walk_column(lat, table, aside, first, room, c, j, y, rows, live, L32, S32, strips, edge, mine, other, seed,
+                    key, hs, group, count, below_mask, buf):
+        """Every thread of a warp: the Metropolis update of word ``j`` of ``rows`` rows (even) of
+        colour ``c`` from row ``y`` (even), walking down the column two rows at a time (the two
+        words' random numbers drawn side by side: on an H200 2780 flips/ns, against 2670 one
+        row at a time). A row's neighbours in the other colour are its rows y - 1, y, y + 1
+        and the side word of row y: two of the three rows were read for the row before.
+
+        ``mine`` and ``other`` are where the colours' rows start in ``lat``; ``live``: the
+        thread has a word; ``edge``: its block may hold a lane across a strip edge. A word with
+        lanes left after HEAD_BLOCKS is set aside (the warp's ``room`` slots of ``aside`` from
+        row ``first``), for the warp to finish all of them together at the end. Returns the
+        flips of the thread's lane when ``count``."""
         # the side words of the rows from y: index in the row and left rotation (a strip edge
         # crossed: the next or previous lane); rows of odd columns take the next word j + 1,
         # rows of even columns the previous one, and the two alternate down the column
@@ -634,17 +574,13 @@ def cuda_runner(kind: str):
         row_other = np.uint32(other + np.uint32(y * S32))
         row_mine = np.uint32(mine + np.uint32(y * S32))
         end_other = np.uint32(other + np.uint32(L32 * S32))
-        # the blocks of the first and last columns of words (strips: their warps' lanes 0 and 31
-        # take a side word across a strip edge, rotated)
-        edge = strips and (cuda.blockIdx.x == 0 or cuda.blockIdx.x == cuda.gridDim.x - 1)
         up = same = np.uint32(0)
         if live and y < L32:
             up = lat[_index(np.uint32((row_other if y != 0 else end_other) - S32), j)]
             same = lat[_index(row_other, j)]
         n_aside = np.uint32(0)
         flips = 0
-        below_mask = lanes_below()
-        for _ in range(per_thread // 2):  # rows y and y + 1 (L is even): two words side by side
+        for _ in range(rows // 2):  # rows y and y + 1 (L is even): two words side by side
             f0 = f1 = undecided0 = undecided1 = dE4_0 = dE4_1 = at0 = at1 = s0 = s1 = np.uint32(0)
             if live and y < L32:
                 row_mid = np.uint32(row_other + S32)  # rows y + 1 (y is even, L too) and y + 2
@@ -675,26 +611,60 @@ def cuda_runner(kind: str):
                 up, same = mid, low
                 row_other = row_low
             row_mine = np.uint32(row_mine + S32 + S32)
-            flip, n_aside = set_aside(lat, aside, warp, n_aside, at0, undecided0, dE4_0, s0, table, seed, key, hs,
-                                      mine, group, below_mask, buf)
+            flip, n_aside = set_aside(lat, aside, first, room, n_aside, at0, undecided0, dE4_0, s0, table, seed, key,
+                                      hs, mine, group, below_mask, buf)
             f0 |= flip
-            flip, n_aside = set_aside(lat, aside, warp, n_aside, at1, undecided1, dE4_1, s1, table, seed, key, hs,
-                                      mine, group, below_mask, buf)
+            flip, n_aside = set_aside(lat, aside, first, room, n_aside, at1, undecided1, dE4_1, s1, table, seed, key,
+                                      hs, mine, group, below_mask, buf)
             f1 |= flip
             if count:
                 flips += lane_count(f0, buf) + lane_count(f1, buf)
             y = np.uint32(y + np.uint32(2))
         warp_barrier()  # the slots the other lanes wrote
-        for r in range(-(-_WARP_ROOM // 32)):  # lane x finishes slots x and x + 32
-            e = r * 32 + lane
+        for r in range((room + 31) // 32):  # lane x finishes slots x, x + 32, ...
+            e = np.uint32(r * 32 + (cuda.threadIdx.x & 31))
             f = np.uint32(0)
-            if e < n_aside and e < _WARP_ROOM:
-                at = aside[warp, e, 0]
-                f = np.uint32(finish_lanes(aside[warp, e, 1], aside[warp, e, 2], table, 0, seed, key, hs,
-                                           np.uint32(at - mine), group))
-                lat[_index(at)] = np.uint32(aside[warp, e, 3] ^ f)
+            if e < n_aside and e < np.uint32(room):
+                e = np.uint32(first + e)
+                at = aside[e, 0]
+                f = np.uint32(finish_lanes(aside[e, 1], aside[e, 2], table, 0, seed, key, hs, np.uint32(at - mine),
+                                           group))
+                lat[_index(at)] = np.uint32(aside[e, 3] ^ f)
             if count:
                 flips += lane_count(f, buf)
+        warp_barrier()  # the slots read before the warp sets words aside again
+        return flips
+
+    column_slots = _BLOCK_ROWS * _WARP_ROOM  # the words a block of column_sweep can set aside
+
+    @cached
+    @cuda.jit(**kernel_options("half_sweep"))
+    def column_sweep(lattice, words, thr, c, row, g0, n_groups, L, S, strips, seed, key, hs, group0, count, counts):
+        # Multi-spin, launched. Grid (S / 32, L / (R K), groups), blocks (32, R) (R =
+        # _BLOCK_ROWS, K = per_thread): thread x of warp t of block (bx, by) takes word
+        # j = 32 bx + x of the K rows from y = K (R by + t) (walk_column). ``words`` and ``row``
+        # are unused (the int8 kernels' signature).
+        buf = cuda.shared.array(buf_size, dtype=numba.uint32)
+        table = cuda.shared.array(stride, dtype=numba.uint32)
+        aside = cuda.shared.array((column_slots, 4), dtype=numba.uint32)
+        lat, thr = view(lattice), view(thr)
+        g = g0 + cuda.blockIdx.z
+        load_thresholds(table, thr, g, n_groups)
+        lane, warp = cuda.threadIdx.x, cuda.threadIdx.y
+        j = np.uint32(cuda.blockIdx.x * 32 + lane)
+        y = np.uint32((cuda.blockIdx.y * cuda.blockDim.y + warp) * per_thread)
+        L32, S32 = np.uint32(L), np.uint32(S)
+        # ``lattice`` holds the launch's groups from g0 (fewer than 2^32 words, see sweeper):
+        # every index is a 32-bit offset, one wide multiply-add from an address
+        colours = np.uint32(cuda.blockIdx.z) * np.uint32(2) * L32 * S32
+        mine = np.uint32(colours + np.uint32(c) * L32 * S32)  # where colour c's rows start, and the other's
+        other = np.uint32(colours + np.uint32(1 - c) * L32 * S32)
+        # the blocks of the first and last columns of words (strips: their warps' lanes 0 and 31
+        # take a side word across a strip edge, rotated)
+        edge = strips and (cuda.blockIdx.x == 0 or cuda.blockIdx.x == cuda.gridDim.x - 1)
+        flips = walk_column(lat, table, aside, np.uint32(warp * _WARP_ROOM), _WARP_ROOM, c, j, y, per_thread,
+                            g < n_groups and j < S32, L32, S32, strips, edge, mine, other, seed, key, hs, group0 + g,
+                            count, lanes_below(), buf)
         if count and g < n_groups and flips > 0:
             cuda.atomic.add(counts, (g, lane, 2), np.int64(flips))
 
@@ -749,21 +719,18 @@ def cuda_runner(kind: str):
 
     @cached
     @cuda.jit(**kernel_options("ising_resident"))
-    def resident(lattice, thr, group0, seed, key, L, S, therm, sweeps, every, n_systems, bins, series):
+    def resident(lattice, thr, group0, seed, key, L, S, rows, therm, sweeps, every, n_systems, bins, series):
         # One block per group of 32 lattices, kept in shared memory for the whole run.
         sh = cuda.shared.array(0, dtype=numba.uint32)
         tally = cuda.shared.array((_COUNTS, 32), dtype=numba.int32)
         buf = cuda.shared.array(buf_size, dtype=numba.uint32)
         planes = cuda.shared.array(stride, dtype=numba.uint32)
-        aside = cuda.shared.array((_SET_ASIDE, 3), dtype=numba.uint32)
-        n_aside = cuda.shared.array(2, dtype=numba.int32)  # words set aside, by colour
+        aside = cuda.shared.array((_SET_ASIDE, 4), dtype=numba.uint32)
         thr, bins, series = view(thr), view(bins), view(series)
         g = cuda.blockIdx.x
         tid = cuda.threadIdx.x
         nt = cuda.blockDim.x
         words = L * S
-        if tid == 0:
-            n_aside[0] = n_aside[1] = 0
         load_thresholds(planes, thr, g, g + 1)
         for i in range(tid, 2 * words, nt):
             sh[i] = lattice[g * 2 * words + i]
@@ -774,35 +741,41 @@ def cuda_runner(kind: str):
         rounds = (words + nt - 1) // nt
         n_measurements = sweeps // every
         i_meas = 0
-        # Item k = r nt + tid is word (y, j) = divmod(k, S); from one round to the next
-        # (y, j) moves by divmod(nt, S): no division per word, in the update (it was ~20
-        # instructions of ~230) and in the measurement alike.
+        # The measurement: item k = r nt + tid is word (y, j) = divmod(k, S); from one round
+        # to the next (y, j) moves by divmod(nt, S), no division per word.
         y0, j0 = np.uint32(tid // S), np.uint32(tid % S)
         dy, dj = np.uint32(nt // S), np.uint32(nt % S)
-        last_row = np.uint32(L - 1)
+        # The update: the colour's pieces (``rows`` rows of up to 32 words: a column of words,
+        # or a whole row of S < 32 words) dealt out to the warps in turns, ``32 // width`` pieces
+        # side by side per warp (walk_column); every warp takes the same number of turns.
         L32, S32 = np.uint32(L), np.uint32(S)
+        lane, warp, warps = np.uint32(tid & 31), np.uint32(tid >> 5), np.uint32(nt >> 5)
+        width = min(S32, np.uint32(32))
+        side_by_side = np.uint32(np.uint32(32) // width)
+        columns = np.uint32((S32 + np.uint32(31)) >> np.uint32(5))
+        pieces = np.uint32(columns * np.uint32((L32 + np.uint32(rows - 1)) // np.uint32(rows)))
+        turns = np.uint32((pieces + warps * side_by_side - np.uint32(1)) // (warps * side_by_side))
+        mine_in_warp = np.uint32(lane // width)  # which of the warp's pieces, and the word in it
+        word = np.uint32(lane - mine_in_warp * width)
+        room = min(_WARP_ROOM, _SET_ASIDE // (nt >> 5))
+        first = np.uint32(warp * np.uint32(room))
+        below_mask = lanes_below()
         for t in range(therm + sweeps):
             measured = t >= therm and (t - therm + 1) % every == 0
             flips = 0
             for c in range(2):
                 hs = np.uint32(2 * t + c)
-                y, j = y0, j0
-                for _ in range((rounds + 1) // 2):
-                    # two words a step, both heads first: their random numbers are drawn side
-                    # by side (a word past the last row reads row L - 1 and writes nothing)
-                    y2, j2 = next_item(y, j, dy, dj, S)
-                    ya, yb = min(y, last_row), min(y2, last_row)
-                    wa, sa, fa, ua, da = resident_head(sh, c, ya, j, L32, S32, planes, seed, key, hs, group0 + g)
-                    wb, sb, fb, ub, db = resident_head(sh, c, yb, j2, L32, S32, planes, seed, key, hs, group0 + g)
-                    fa = (resident_keep(sh, 0, c, wa, sa, fa, ua, da, ya, j, S, planes, seed, key, hs, group0 + g,
-                                        aside, n_aside) if y < np.uint32(L) else np.uint32(0))
-                    fb = (resident_keep(sh, 0, c, wb, sb, fb, ub, db, yb, j2, S, planes, seed, key, hs, group0 + g,
-                                        aside, n_aside) if y2 < np.uint32(L) else np.uint32(0))
-                    if measured:
-                        flips += lane_count(fa, buf) + lane_count(fb, buf)
-                    y, j = next_item(y2, j2, dy, dj, S)
-                flips += finish_set_aside(sh, 0, c, L, S, planes, seed, key, hs, group0 + g, aside, n_aside,
-                                          measured, buf)
+                mine, other = np.uint32(np.uint32(c) * L32 * S32), np.uint32(np.uint32(1 - c) * L32 * S32)
+                for turn in range(turns):
+                    piece = np.uint32((warp + np.uint32(turn) * warps) * side_by_side + mine_in_warp)
+                    column = np.uint32(piece % columns)
+                    j = np.uint32(column * np.uint32(32) + word)
+                    live = piece < pieces and j < S32 and mine_in_warp < side_by_side
+                    flips += walk_column(sh, planes, aside, first, room, c, j,
+                                         np.uint32(np.uint32(piece // columns) * np.uint32(rows)), rows, live,
+                                         L32, S32, False, False, mine, other, seed, key, hs, group0 + g, measured,
+                                         below_mask, buf)
+                cuda.syncthreads()  # the colour's words written before the other colour reads them
             if measured:
                 down = 0
                 anti = 0
@@ -817,7 +790,6 @@ def cuda_runner(kind: str):
                     anti += lane_count(ones, buf) + 2 * lane_count(twos, buf) + 4 * lane_count(fours, buf)
                     down += lane_count(black ^ white, buf) + 2 * lane_count(black & white, buf)
                     y, j = next_item(y, j, dy, dj, S)
-                lane = tid & 31
                 cuda.atomic.add(tally, (0, lane), np.int32(down))
                 cuda.atomic.add(tally, (1, lane), np.int32(anti))
                 cuda.atomic.add(tally, (2, lane), np.int32(flips))
@@ -848,10 +820,11 @@ def cuda_runner(kind: str):
         with launching("ising", stream):
             initial[-(-lattice.size // 256), 256, stream](d_lattice, hot, 2 * L * S, group0, seed, np.uint32(keys[1]))
             if multispin and not strips and L <= RESIDENT_MAX_L:
-                args = (d_lattice, d_thr, group0, seed, key, L, S, therm, sweeps, every, n_systems, d_bins, d_series)
+                args = [d_lattice, d_thr, group0, seed, key, L, S, 2, therm, sweeps, every, n_systems, d_bins, d_series]
                 most = 1024 if sim else compiled(resident, *args).max_threads_per_block
                 sms = 1 if sim else cuda.get_current_device().MULTIPROCESSOR_COUNT
                 threads = min(resident_threads(n_groups, sms, most), -(-(L * S) // 32) * 32)
+                args[7] = resident_rows(L, S, threads)
                 resident[n_groups, threads, stream, 8 * L * S](*args)
             else:
                 sweep = sweeper(stream, d_lattice, d_thr, d_counts, n_groups, L, S, strips, seed, key, group0)
