@@ -291,8 +291,9 @@ _WARP_ROOM = 64
 _BLOCK_ROWS = 4
 
 #: Slots for the words the resident multi-spin kernel's warps set aside (shared memory, 16
-#: bytes each), shared out between its warps (``_WARP_ROOM`` each at most): 48 each for 8 warps
-#: (the ~27 of a warp's 8 rows at beta_c), 24 for 16; a word that finds no room is finished at once.
+#: bytes each), shared out between its warps (``_WARP_ROOM`` each at most, and one spare slot
+#: each): 47 each for 8 warps (the ~27 of a warp's 8 rows at beta_c), 23 for 16 (4 rows); a
+#: word that finds no room is finished at once.
 _SET_ASIDE = 384
 #: Largest lattice the resident multi-spin kernel keeps in shared memory (``4 L^2`` bytes
 #: per group of 32 lattices, with the words set aside within the 48 KiB every GPU grants
@@ -311,11 +312,11 @@ def resident_threads(n_groups: int, multiprocessors: int, most: int) -> int:
     Ensemble mode (e.g. 8192 lattices of 64^2: 256 groups, one block each, on 132
     multiprocessors) runs two blocks per multiprocessor. Two blocks of ``T`` threads share a
     multiprocessor's 65536 registers only at ``32768 / T`` registers per thread or fewer (else
-    the 256 blocks take two waves). On an H200 (one session, 8192 lattices of 64^2, flips/ns):
-    256 threads uncapped 2253, 384 uncapped 2232, 512 under a cap of 64 2192 (the default
-    until then), 640 under 48 2033, 768 under 40 1942, 1024 under 32 1696. With one block per
+    the 256 blocks take two waves). On an H200 (8192 lattices of 64^2, flips/ns, the column
+    walk with 128 registers): 256 threads 2588, 128 2044, 192 2092, 384 2068, 512 2258; 512
+    under a cap of 64 2262, 384 under 80 2380, 256 under 96 2570. With one block per
     multiprocessor or fewer (the README's 15 groups) more threads per block help: its call took
-    0.535 s at 512 threads uncapped and 0.60 s at 256.
+    0.535 s at 512 threads and 0.60 s at 256 (the per-word rounds before the column walk).
     """
     text = os.environ.get(RESIDENT_THREADS_VARIABLE, "")
     if not text:
