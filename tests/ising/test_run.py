@@ -180,15 +180,18 @@ def test_resident_rows_give_every_warp_work():
     assert [lattices.resident_rows(64, 32, t) for t in (256, 512, 384)] == [8, 4, 6]
     assert lattices.resident_rows(16, 8, 128) == 2
 
-    def steps(L, S, threads, rows):  # rows the busiest warp walks
-        slots = threads // 32 * (32 // min(S, 32))
-        return -(-(-(-S // 32) * -(-L // rows)) // slots) * rows
+    def busiest(L, S, threads, rows):  # rows walked by the busiest warp, dealing the pieces out one by one
+        side_by_side, warps = 32 // min(S, 32), threads // 32
+        pieces = [(column, y) for y in range(0, L, rows) for column in range(-(-S // 32))]
+        turns = [len({k // side_by_side // warps for k in range(len(pieces)) if k // side_by_side % warps == w})
+                 for w in range(warps)]
+        return max(turns) * rows
 
     for L in range(4, lattices.RESIDENT_MAX_L + 1, 2):
         for threads in range(32, 1025, 32):
             rows = lattices.resident_rows(L, L // 2, threads)
             assert rows in (2, 4, 6, 8)
-            assert steps(L, L // 2, threads, rows) == min(steps(L, L // 2, threads, k) for k in (2, 4, 6, 8))
+            assert busiest(L, L // 2, threads, rows) == min(busiest(L, L // 2, threads, k) for k in (2, 4, 6, 8))
 
 
 def test_resident_threads_by_groups_and_setting(monkeypatch):
