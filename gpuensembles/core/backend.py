@@ -585,6 +585,7 @@ def prepared_launch(kernel, griddim, blockdim, stream, args, varying):
         dispatch.launch(core_stream, config, function, *kernelargs)
 
     go.prepared = True
+    go.arguments = args  # the launches use these arrays' memory: keep them alive as long as ``go``
     return go
 
 

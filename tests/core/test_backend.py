@@ -12,6 +12,8 @@ import pytest
 
 from gpuensembles.core import backend
 
+from .. import requires_gpu
+
 
 def test_numpy_without_row_stack_gets_the_alias_back(monkeypatch):
     # numba-cuda <= 0.30.4 registers an overload of np.row_stack when its target loads;
@@ -145,3 +147,34 @@ def test_freeze_makes_read_only_and_refuses_views():
         frozen[0] = 1.0
     with pytest.raises(ValueError, match="view"):
         backend.freeze(np.arange(4.0)[1:])  # its base could still change
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_prepared_launch_keeps_its_arrays_alive():
+    # Every launch uses its arguments' device memory: an array only the prepared launch refers
+    # to must live as long as it does (it did not: freed, its memory went to the next array, and
+    # the persistent Ising kernel's task counters were overwritten under it).
+    import gc
+    import weakref
+
+    cuda = backend.cuda_module()
+
+    @cuda.jit
+    def add_one(a):
+        i = cuda.grid(1)
+        if i < a.size:
+            a[i] += 1
+
+    stream = cuda.stream()
+    array = cuda.to_device(np.zeros(64, np.int64))
+    alive = weakref.ref(array)
+    go = backend.prepared_launch(add_one, 1, 64, stream, (array,), varying=())
+    assert go.prepared
+    del array
+    gc.collect()
+    assert alive() is not None
+    go()
+    go()
+    stream.synchronize()
+    np.testing.assert_array_equal(alive().copy_to_host(), 2)
