@@ -119,6 +119,50 @@ def bind_cuda(namespace: dict):
     namespace["cuda"] = cuda_module()
 
 
+@functools.cache
+def device_fence():
+    """A device function ``fence()``: PTX's ``fence.acq_rel.gpu``, the lighter device-wide fence.
+
+    numba-cuda's ``cuda.threadfence`` is ``fence.sc.gpu`` (sequentially consistent,
+    ``MEMBAR.SC``). Blocks that hand work to one another through atomic counters need only
+    ``acq_rel`` (``MEMBAR.ALL``): a release (fence, then the atomic that counts the work done)
+    and an acquire (the atomic that sees the count, then the fence), the pattern of CUDA's own
+    grid barrier. Under the CUDA simulator, whose blocks run one after another, it does nothing
+    (as the simulator's ``threadfence``).
+
+    Returns
+    -------
+    callable
+        ``fence()``, to call from CUDA kernels and device functions.
+    """
+    cuda = cuda_module()
+    if simulating_cuda():
+        def fence():
+            """Nothing to order: the simulator runs one block at a time."""
+
+        return fence
+    from llvmlite import ir
+    from numba.cuda.extending import intrinsic
+
+    @intrinsic
+    def acq_rel_fence(typingctx):
+        """``fence.acq_rel.gpu`` (inline PTX, kept in place: it has side effects)."""
+        def codegen(context, builder, signature, args):
+            """Emit the fence."""
+            asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), "fence.acq_rel.gpu;", "~{memory}",
+                               side_effect=True)
+            builder.call(asm, [])
+
+        return numba.types.void(), codegen
+
+    @cuda.jit(device=True)
+    def fence():
+        """Order this thread's memory operations before and after it, device-wide (acquire-release)."""
+        acq_rel_fence()
+
+    return fence
+
+
 def simulating_cuda() -> bool:
     """True when numba's CUDA simulator is on (``NUMBA_ENABLE_CUDASIM=1``)."""
     return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1"
@@ -177,7 +221,11 @@ def device_name(backend: str) -> str:
 
 #: Register caps (``max_registers``) of kernels whose occupancy a cap raises by more than
 #: its spills cost, by kernel name; measured on an H200 (see docs/performance.rst).
-REGISTER_LIMITS: dict = {"mean_field": 64}
+#: ``half_sweep``: the Ising half-sweep kernels; the multi-spin one (persistent, blocks of 128
+#: threads) takes ~92 registers uncapped, 5 blocks a multiprocessor (2550 flips/ns on a
+#: 16384^2 lattice); 72 fits 7 (2897-2938), 64 fits 8 but spills more (2845), 76 fits 6 (2792).
+#: The int8 kernels need fewer than 72.
+REGISTER_LIMITS: dict = {"mean_field": 64, "half_sweep": 72}
 
 
 #: Environment variable overriding :data:`REGISTER_LIMITS` for benchmarks: ``name=N,name=N``

@@ -137,6 +137,9 @@ def describe(value, _seen=None):
         return ("numba type", str(value))
     if isinstance(value, types.BuiltinFunctionType):
         return ("builtin", getattr(value, "__module__", None), value.__qualname__)
+    defn = getattr(value, "_defn", None)  # numba intrinsics, by the function that generates their code
+    if isinstance(defn, types.FunctionType):
+        return ("intrinsic", _function(defn, seen))
     func = getattr(value, "py_func", value)  # numba dispatchers (CPU and CUDA) by their Python function
     if isinstance(func, types.FunctionType):
         return _function(func, seen)

@@ -207,3 +207,16 @@ def test_resident_threads_by_groups_and_setting(monkeypatch):
     monkeypatch.setenv(lattices.RESIDENT_THREADS_VARIABLE, "100")
     with pytest.raises(ValueError, match="multiple of 32"):
         lattices.resident_threads(256, 132, 1024)
+
+
+def test_sweep_segments_end_at_every_measured_sweep():
+    # every sweep once, in order; a launch of at most `most` sweeps ends at each measured sweep,
+    # and says so exactly then
+    for therm, sweeps, every, most in [(0, 6, 2, 10), (5, 12, 3, 4), (3, 4, 4, 1), (7, 20, 20, 6), (0, 1, 1, 1)]:
+        segments = list(lattices.sweep_segments(therm, sweeps, every, most))
+        measured = {therm + k * every - 1 for k in range(1, sweeps // every + 1)}
+        assert [t for first, stop, _ in segments for t in range(first, stop)] == list(range(therm + sweeps))
+        assert all(0 < stop - first <= most for first, stop, _ in segments)
+        assert {stop - 1 for _, stop, m in segments if m} == measured
+        assert not any(stop - 1 in measured for _, stop, m in segments if not m)
+        assert measured <= {stop - 1 for _, stop, _ in segments}

@@ -32,6 +32,7 @@ from ...core.backend import (
     bind_cuda,
     cached,
     compiled,
+    device_fence,
     identity,
     kernel_options,
     launching,
@@ -286,9 +287,32 @@ _ITEMS_PER_THREAD = {"multispin": 8, "int8": 4}
 #: at most 11.8 % of its 256 words have lanes left after ``HEAD_BLOCKS`` (2^-8 per lane at
 #: dE > 0, any beta), 30 +- 5 on average; a word that finds no room is finished at once.
 _WARP_ROOM = 64
-#: Rows per block of the launched kernels (blocks of 32 x _BLOCK_ROWS threads): 4 was a
-#: little faster than 8 on an H200, for both kernels.
+#: Rows per block of the launched int8 kernels and of the measurement (blocks of 32 x
+#: _BLOCK_ROWS threads): 4 was a little faster than 8 on an H200.
 _BLOCK_ROWS = 4
+#: Warps per block of the persistent multi-spin sweeps (``column_sweeps``): blocks of 1 or 2
+#: warps ran 6 % slower (H200, 16384^2, 72 registers).
+_SWEEP_WARPS = 4
+#: Columns of 32 words per task of ``column_sweeps`` (a warp walks them in turn): 2 ran 1.6 %
+#: slower, 4 7.6 % (H200, 16384^2); one task then holds a block that long before it signals.
+_TASK_COLUMNS = 1
+
+#: Word updates one launch of the persistent multi-spin sweeps may take (both colours of every
+#: sweep it runs): about 0.1 s on an H200, so that no launch nears a display GPU's watchdog.
+_WORDS_PER_LAUNCH = 1 << 33
+
+
+def sweep_segments(therm: int, sweeps: int, every: int, most: int):
+    """``(first, stop, measured)`` for each launch of the sweeps of a run: sweeps ``first`` to
+    ``stop - 1``, at most ``most`` of them, and whether sweep ``stop - 1`` is measured (the
+    measured sweeps, ``therm + k every - 1`` for ``k = 1 .. sweeps / every``, each end one).
+    """
+    first, end = 0, therm + sweeps
+    while first < end:
+        stop = min(therm + every * max(1, (first - therm) // every + 1), first + most)
+        yield first, stop, stop > therm and (stop - therm) % every == 0
+        first = stop
+
 
 #: Slots for the words the resident multi-spin kernel's warps set aside (shared memory, 16
 #: bytes each), shared out between its warps (``_WARP_ROOM`` each at most, and one spare slot
@@ -456,7 +480,8 @@ def _warp_rank_device():
 
 @functools.cache
 def cuda_runner(kind: str):
-    """``run(...)`` (see the module docstring) for CUDA: resident or launched per half-sweep."""
+    """``run(...)`` (see the module docstring) for CUDA: the resident kernel (multi-spin up to
+    ``RESIDENT_MAX_L``), else persistent multi-spin sweeps or int8 half-sweep launches."""
     bind_cuda(globals())
     multispin = kind == "multispin"
     # The simulator runs the shared jit functions on the CPU, on numpy views of its arrays.
@@ -477,6 +502,7 @@ def cuda_runner(kind: str):
     decide_head = device(metropolis.decide_head)
     finish_lanes = device(metropolis.finish_lanes)
     warp_rank, warp_barrier, lanes_below = _warp_rank_device()
+    fence = device_fence()
 
     @cuda.jit(device=True)
     def load_thresholds(planes, thr, g, n_groups):
@@ -641,40 +667,123 @@ def cuda_runner(kind: str):
         warp_barrier()  # the slots read before the warp sets words aside again
         return flips
 
-    column_slots = _BLOCK_ROWS * _WARP_ROOM  # the words a block of column_sweep can set aside
+    sweep_warps = 2 if sim else _SWEEP_WARPS  # per block of column_sweeps
+    column_slots = sweep_warps * _WARP_ROOM  # the words a block of column_sweeps can set aside
+
+    @cuda.jit(device=True)
+    def decode(t, tasks, tiles, ny, nx):
+        """Task ``t`` of a launch of ``tasks``: ``(h, g, by, bx)``, its half-sweep (-1: none
+        left), group, band and column block (32-bit: no launch has 2^32 tasks)."""
+        if t >= tasks:
+            return np.int64(-1), np.uint32(0), np.uint32(0), np.uint32(0)
+        t = np.uint32(t)
+        h = np.uint32(t // tiles)
+        t = np.uint32(t - h * tiles)
+        g = np.uint32(t // (ny * nx))
+        t = np.uint32(t - g * (ny * nx))
+        by = np.uint32(t // nx)
+        return np.int64(h), g, by, np.uint32(t - by * nx)
+
+    @cuda.jit(device=True)
+    def finished(bands, g, by, ny):
+        """The fewest tasks finished of band ``by`` of group ``g`` and of the two bands next to it
+        (periodic): read with atomics, which go to L2 (the counts other blocks add)."""
+        up = np.uint32(by - np.uint32(1) if by != 0 else ny - np.uint32(1))
+        down = np.uint32(by + np.uint32(1) if by + np.uint32(1) != ny else 0)
+        a = cuda.atomic.add(bands, (g, up), np.int64(0))
+        b = cuda.atomic.add(bands, (g, by), np.int64(0))
+        c = cuda.atomic.add(bands, (g, down), np.int64(0))
+        return min(a, b, c)
 
     @cached
     @cuda.jit(**kernel_options("half_sweep"))
-    def column_sweep(lattice, words, thr, c, row, g0, n_groups, L, S, strips, seed, key, hs, group0, count, counts):
-        # Multi-spin, launched. Grid (S / 32, L / (R K), groups), blocks (32, R) (R =
-        # _BLOCK_ROWS, K = per_thread): thread x of warp t of block (bx, by) takes word
-        # j = 32 bx + x of the K rows from y = K (R by + t) (walk_column). ``words`` and ``row``
-        # are unused (the int8 kernels' signature).
+    def column_sweeps(lattice, thr, hs0, half_sweeps, count_from, g0, n_groups, L, S, strips, seed, key, group0, queue,
+                      taken, bands, done, counts):
+        # Multi-spin, persistent: half-sweeps hs0 .. hs0 + half_sweeps - 1 of the launch's groups
+        # (from g0; ``lattice`` holds them, fewer than 2^32 words: every index is a 32-bit offset).
+        # A task is one half-sweep of a tile of C = _TASK_COLUMNS columns of 32 words (tile bx)
+        # by R K rows (band by) of a group, blocks (32, R), K = per_thread: thread x of warp t
+        # takes word 32 column + x of the K rows from y = K (R by + t) (walk_column), for each
+        # column of the tile. Blocks take the tasks in order (half-sweep, group, band, tile)
+        # from ``queue`` (``taken`` tickets before this launch) and count each finished one in
+        # ``bands`` (per band: ``done`` half-sweeps times its tiles before this launch); a task
+        # starts once its band and the two next to it have finished the half-sweep before. So
+        # the blocks run on from one half-sweep into the next, with no launch in between and no
+        # multiprocessor idle at the end of each (one launch per 16384^2 half-sweep left them
+        # idle 6.5 % of its time). A block only ever waits for tasks of smaller tickets, which
+        # blocks that run hold: no deadlock, however many blocks fit at once.
+        # The first thread takes the next task while the block works on this one and reads the
+        # counts it needs before the block's barrier: between the two barriers of a task it
+        # then has one fence to make, the release of the task's words and the acquire of the
+        # next task's (CUDA's grid barrier has the same pattern: barrier, fence, atomic, wait,
+        # fence, barrier). The fence also empties L1, so no tile is read from a stale line.
         buf = cuda.shared.array(buf_size, dtype=numba.uint32)
         table = cuda.shared.array(stride, dtype=numba.uint32)
         aside = cuda.shared.array((column_slots, 4), dtype=numba.uint32)
+        task = cuda.shared.array(4, dtype=numba.int64)  # half-sweep (-1: none left), group, band, column block
         lat, thr = view(lattice), view(thr)
-        g = g0 + cuda.blockIdx.z
-        load_thresholds(table, thr, g, n_groups)
         lane, warp = cuda.threadIdx.x, cuda.threadIdx.y
-        j = np.uint32(cuda.blockIdx.x * 32 + lane)
-        y = np.uint32((cuda.blockIdx.y * cuda.blockDim.y + warp) * per_thread)
+        first = warp == 0 and lane == 0
         L32, S32 = np.uint32(L), np.uint32(S)
-        # ``lattice`` holds the launch's groups from g0 (fewer than 2^32 words, see sweeper):
-        # every index is a 32-bit offset, one wide multiply-add from an address
-        colours = np.uint32(cuda.blockIdx.z) * np.uint32(2) * L32 * S32
-        mine = np.uint32(colours + np.uint32(c) * L32 * S32)  # where colour c's rows start, and the other's
-        other = np.uint32(colours + np.uint32(1 - c) * L32 * S32)
-        # the blocks of the first and last columns of words (strips: their warps' lanes 0 and 31
-        # take a side word across a strip edge, rotated)
-        edge = strips and (cuda.blockIdx.x == 0 or cuda.blockIdx.x == cuda.gridDim.x - 1)
-        flips = walk_column(lat, table, aside, np.uint32(warp * _WARP_ROOM), _WARP_ROOM, False, c, j, y, per_thread,
-                            g < n_groups and j < S32, L32, S32, strips, edge, mine, other, seed, key, hs, group0 + g,
-                            count, lanes_below(), buf)
-        if count and g < n_groups and flips > 0:
-            cuda.atomic.add(counts, (g, lane, 2), np.int64(flips))
+        columns = np.uint32((S32 + np.uint32(31)) >> np.uint32(5))  # of 32 words
+        nx = np.uint32((columns + np.uint32(_TASK_COLUMNS - 1)) // np.uint32(_TASK_COLUMNS))  # tasks a band
+        rows = np.uint32(cuda.blockDim.y * per_thread)
+        ny = np.uint32((L32 + rows - np.uint32(1)) // rows)
+        tiles = np.uint32(np.uint32(lattice.size // (2 * L * S)) * ny * nx)  # tasks per half-sweep
+        tasks = half_sweeps * tiles
+        below_mask = lanes_below()
+        if first:
+            h, g, by, bx = decode(cuda.atomic.add(queue, 0, np.int64(1)) - taken, tasks, tiles, ny, nx)
+            if h >= 0:
+                while finished(bands, g, by, ny) < (done + h) * nx:
+                    pass
+                fence()  # the tiles those tasks wrote are read afresh (not from L1)
+            task[0], task[1], task[2], task[3] = h, g, by, bx
+        cuda.syncthreads()
+        loaded = np.uint32(0xFFFFFFFF)  # the group whose thresholds are in ``table``
+        while True:
+            h, g, by, bx = task[0], np.uint32(task[1]), np.uint32(task[2]), np.uint32(task[3])
+            if h < 0:
+                break
+            if first:  # the next task, taken now: the atomic's latency passes while the block works
+                ticket = cuda.atomic.add(queue, 0, np.int64(1))
+            if g != loaded:
+                load_thresholds(table, thr, g0 + g, n_groups)
+                loaded = g
+            hs = np.uint32(hs0 + h)
+            c = hs & np.uint32(1)
+            y = np.uint32((by * np.uint32(cuda.blockDim.y) + warp) * np.uint32(per_thread))
+            colours = g * np.uint32(2) * L32 * S32
+            mine = np.uint32(colours + c * L32 * S32)  # where colour c's rows start, and the other's
+            other = np.uint32(colours + (np.uint32(1) - c) * L32 * S32)
+            count = h >= count_from
+            for column in range(bx * np.uint32(_TASK_COLUMNS), min((bx + np.uint32(1)) * np.uint32(_TASK_COLUMNS),
+                                                                   columns)):
+                j = np.uint32(np.uint32(column) * np.uint32(32) + np.uint32(lane))
+                # the first and last columns (strips: lanes 0 and 31 take a side word across a
+                # strip edge, rotated)
+                edge = strips and (column == 0 or column == columns - np.uint32(1))
+                flips = walk_column(lat, table, aside, np.uint32(warp * _WARP_ROOM), _WARP_ROOM, False, c, j, y,
+                                    per_thread, j < S32, L32, S32, strips, edge, mine, other, seed, key, hs,
+                                    group0 + g0 + g, count, below_mask, buf)
+                if count and flips > 0:
+                    cuda.atomic.add(counts, (g0 + g, lane, 2), np.int64(flips))
+            if first:
+                h_next, g_next, by_next, bx_next = decode(ticket - taken, tasks, tiles, ny, nx)
+                need = (done + h_next) * nx
+                ready = h_next < 0 or finished(bands, g_next, by_next, ny) >= need
+            cuda.syncthreads()  # every word of the task written
+            if first:
+                fence()  # they reach every block before the count below (and ``ready`` was read before)
+                cuda.atomic.add(bands, (g, by), np.int64(1))
+                if not ready:  # (the count just added may be one of those it waits for)
+                    while finished(bands, g_next, by_next, ny) < need:
+                        pass
+                    fence()
+                task[0], task[1], task[2], task[3] = h_next, g_next, by_next, bx_next
+            cuda.syncthreads()
 
-    half_sweep = column_sweep if multispin else half_sweep_kernel(device(_update_quad_words))
+    half_sweep = column_sweeps if multispin else half_sweep_kernel(device(_update_quad_words))
     half_sweep_sites = None if multispin else half_sweep_kernel(device(_update_quad_sites))
 
     @cached
@@ -834,10 +943,10 @@ def cuda_runner(kind: str):
                 resident[n_groups, threads, stream, 8 * L * S](*args)
             else:
                 sweep = sweeper(stream, d_lattice, d_thr, d_counts, n_groups, L, S, strips, seed, key, group0)
+                most = max(1, _WORDS_PER_LAUNCH // (n_groups * 2 * L * S))  # sweeps per launch (multi-spin)
                 i = 0
-                for t in range(therm + sweeps):
-                    measured = t >= therm and (t - therm + 1) % every == 0
-                    sweep(t, measured)
+                for first, stop, measured in sweep_segments(therm, sweeps, every, most):
+                    sweep(first, stop, measured)
                     if measured:
                         record[-(-int(n_systems) // 128), 128, stream](d_counts, i, sweeps // every, L * L, spg, span,
                                                                   n_systems, d_bins, d_series)
@@ -848,34 +957,70 @@ def cuda_runner(kind: str):
         stream.synchronize()
 
     def sweeper(stream, d_lattice, d_thr, d_counts, n_groups, L, S, strips, seed, key, group0):
-        """``sweep(t, measured)``: sweep ``t`` (two half-sweep launches per up to 65535 groups and 2^32 words),
-        then the measurement counts if ``measured``; the launches' arguments are converted once."""
+        """``sweep(first, stop, measured)``: sweeps ``first`` to ``stop - 1`` of every part of up to
+        65535 groups and 2^32 words (multi-spin: one persistent launch a part; int8: two
+        half-sweep launches a sweep), counting the flips of the last one and then the
+        measurement counts if ``measured``; the launches' arguments are converted once."""
         block = (32, 2) if simulating_cuda() else (32, _BLOCK_ROWS)
         row = items_per_row(kind, S)
         kernel = half_sweep if multispin or S % 4 == 0 else half_sweep_sites
         measured_row = S if multispin else 1  # int8 counts whole rows
-        chunks, unused = [], cuda.device_array(0, np.uint32)
+        parts, unused = [], cuda.device_array(0, np.uint32)
         per_group = 2 * L * S
         # a launch takes at most _MAX_GRID_Z groups and fewer than 2^32 words (32-bit indices)
         most = max(1, min(_MAX_GRID_Z, (1 << 32) // per_group))
         for g0 in range(0, n_groups, most):
             z = min(most, n_groups - g0)
-            grid = ((-(-S // 32), -(-L // (block[1] * per_thread)), z) if multispin
-                    else (-(-row // (32 * per_thread)), -(-L // block[1]), z))
             part = d_lattice[g0 * per_group:(g0 + z) * per_group]
+            measure_grid = (-(-measured_row // 32), -(-L // block[1]), z)
+            if multispin:
+                sweeps = persistent_part(stream, part, (32, sweep_warps), d_thr, g0, n_groups, L, S, strips, seed, key,
+                                         group0, d_counts)
+                parts.append((g0, measure_grid, sweeps))
+                continue
             args = (part, words_of(part, kind, S, unused), d_thr, 0, row, g0, n_groups, L, S, strips, seed, key,
                     np.uint32(0), group0, False, d_counts)
-            measure_grid = (-(-measured_row // 32), -(-L // block[1]), z)
-            chunks.append((g0, measure_grid, prepared_launch(kernel, grid, block, stream, args, varying=(3, 12, 14))))
+            launch = prepared_launch(kernel, (-(-row // (32 * per_thread)), -(-L // block[1]), z), block, stream, args,
+                                     varying=(3, 12, 14))
 
-        def sweep(t, measured):
-            for g0, measure_grid, half_sweep_launch in chunks:
-                for c in range(2):
-                    half_sweep_launch(c, np.uint32(2 * t + c), measured)
+            def half_sweeps(first, stop, measured, launch=launch):
+                for t in range(first, stop):
+                    for c in range(2):
+                        launch(c, np.uint32(2 * t + c), measured and t == stop - 1)
+
+            parts.append((g0, measure_grid, half_sweeps))
+
+        def sweep(first, stop, measured):
+            for g0, measure_grid, sweeps in parts:
+                sweeps(first, stop, measured)
                 if measured:
                     measure[measure_grid, block, stream](d_lattice, measured_row, g0, n_groups, L, S, strips, d_counts)
 
         return sweep
+
+    def persistent_part(stream, part, block, d_thr, g0, n_groups, L, S, strips, seed, key, group0, d_counts):
+        """``sweeps(first, stop, measured)`` of :func:`sweeper` for one part (``part``: its groups
+        from ``g0``): one launch of ``column_sweeps`` on as many blocks as fit on the GPU."""
+        bands = -(-L // (block[1] * per_thread))
+        queue = cuda.to_device(np.zeros(1, np.int64))
+        finished = cuda.to_device(np.zeros((len(part) // (2 * L * S), bands), np.int64))
+        args = [part, d_thr, np.uint32(0), np.int64(0), np.int64(0), g0, n_groups, L, S, strips, seed, key, group0,
+                queue, np.int64(0), finished, np.int64(0), d_counts]
+        # every block takes tasks until none is left (then one more ticket); the simulator runs
+        # its blocks one after the other: the first takes every task
+        blocks = 2 if simulating_cuda() else compiled(column_sweeps, *args).max_cooperative_grid_blocks(block)
+        launch = prepared_launch(column_sweeps, blocks, block, stream, args, varying=(2, 3, 4, 14, 16))
+        tasks = len(part) // (2 * L * S) * bands * -(-S // (32 * _TASK_COLUMNS))  # per half-sweep
+        state = {"taken": 0, "done": 0}  # tickets taken and half-sweeps finished before the next launch
+
+        def sweeps(first, stop, measured):
+            n = 2 * (stop - first)
+            launch(np.uint32(2 * first), np.int64(n), np.int64(n - 2 if measured else n), np.int64(state["taken"]),
+                   np.int64(state["done"]))
+            state["taken"] += n * tasks + blocks
+            state["done"] += n
+
+        return sweeps
 
     run.kernels = tuple(k for k in (initial, half_sweep, half_sweep_sites, measure, record, resident) if k is not None)
     return run
