@@ -278,12 +278,12 @@ RESIDENT_THREADS_VARIABLE = "GPUENSEMBLES_ISING_RESIDENT_THREADS"
 _ALL_LANES = 0xFFFFFFFF
 _TRANSPOSE = ((16, 0x0000FFFF), (8, 0x00FF00FF), (4, 0x0F0F0F0F), (2, 0x33333333), (1, 0x55555555))
 
-#: Update items per thread of the launched half-sweep kernels: one-off work (thresholds, key
+#: Update items per thread of the half-sweep kernels: one-off work (thresholds, key
 #: schedule, row indices, finishing the words set aside) is shared by that many items. The
 #: multi-spin kernel takes a column of that many rows (an even number: it takes two at a
 #: time); int8 that many stretches of a row (H200, 16384^2: 4 beat 1 by 30 %, 8 gained nothing).
 _ITEMS_PER_THREAD = {"multispin": 8, "int8": 4}
-#: Words a warp of the launched multi-spin kernel can set aside (shared memory, 16 bytes each):
+#: Words a warp of the persistent multi-spin kernel can set aside (shared memory, 16 bytes each):
 #: at most 11.8 % of its 256 words have lanes left after ``HEAD_BLOCKS`` (2^-8 per lane at
 #: dE > 0, any beta), 30 +- 5 on average; a word that finds no room is finished at once.
 _WARP_ROOM = 64
