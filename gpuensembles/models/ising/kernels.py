@@ -695,6 +695,14 @@ def cuda_runner(kind: str):
         c = cuda.atomic.add(bands, (g, down), np.int64(0))
         return min(a, b, c)
 
+    @cuda.jit(device=True)
+    def wait_for(bands, g, by, ny, need):
+        """Wait until :func:`finished` reaches ``need``, then fence: the tiles those tasks wrote
+        are read afresh (not from L1)."""
+        while finished(bands, g, by, ny) < need:
+            pass
+        fence()
+
     @cached
     @cuda.jit(**kernel_options("half_sweep"))
     def column_sweeps(lattice, thr, hs0, half_sweeps, count_from, g0, n_groups, L, S, strips, seed, key, group0, queue,
@@ -735,9 +743,7 @@ def cuda_runner(kind: str):
         if first:
             h, g, by, bx = decode(cuda.atomic.add(queue, 0, np.int64(1)) - taken, tasks, tiles, ny, nx)
             if h >= 0:
-                while finished(bands, g, by, ny) < (done + h) * nx:
-                    pass
-                fence()  # the tiles those tasks wrote are read afresh (not from L1)
+                wait_for(bands, g, by, ny, (done + h) * nx)
             task[0], task[1], task[2], task[3] = h, g, by, bx
         cuda.syncthreads()
         loaded = np.uint32(0xFFFFFFFF)  # the group whose thresholds are in ``table``
@@ -777,13 +783,11 @@ def cuda_runner(kind: str):
                 fence()  # they reach every block before the count below (and ``ready`` was read before)
                 cuda.atomic.add(bands, (g, by), np.int64(1))
                 if not ready:  # (the count just added may be one of those it waits for)
-                    while finished(bands, g_next, by_next, ny) < need:
-                        pass
-                    fence()
+                    wait_for(bands, g_next, by_next, ny, need)
                 task[0], task[1], task[2], task[3] = h_next, g_next, by_next, bx_next
             cuda.syncthreads()
 
-    half_sweep = column_sweeps if multispin else half_sweep_kernel(device(_update_quad_words))
+    half_sweep = None if multispin else half_sweep_kernel(device(_update_quad_words))
     half_sweep_sites = None if multispin else half_sweep_kernel(device(_update_quad_sites))
 
     @cached
@@ -963,7 +967,6 @@ def cuda_runner(kind: str):
         measurement counts if ``measured``; the launches' arguments are converted once."""
         block = (32, 2) if simulating_cuda() else (32, _BLOCK_ROWS)
         row = items_per_row(kind, S)
-        kernel = half_sweep if multispin or S % 4 == 0 else half_sweep_sites
         measured_row = S if multispin else 1  # int8 counts whole rows
         parts, unused = [], cuda.device_array(0, np.uint32)
         per_group = 2 * L * S
@@ -980,6 +983,7 @@ def cuda_runner(kind: str):
                 continue
             args = (part, words_of(part, kind, S, unused), d_thr, 0, row, g0, n_groups, L, S, strips, seed, key,
                     np.uint32(0), group0, False, d_counts)
+            kernel = half_sweep if S % 4 == 0 else half_sweep_sites
             launch = prepared_launch(kernel, (-(-row // (32 * per_thread)), -(-L // block[1]), z), block, stream, args,
                                      varying=(3, 12, 14))
 
@@ -1001,16 +1005,16 @@ def cuda_runner(kind: str):
     def persistent_part(stream, part, block, d_thr, g0, n_groups, L, S, strips, seed, key, group0, d_counts):
         """``sweeps(first, stop, measured)`` of :func:`sweeper` for one part (``part``: its groups
         from ``g0``): one launch of ``column_sweeps`` on as many blocks as fit on the GPU."""
-        bands = -(-L // (block[1] * per_thread))
+        groups, bands = len(part) // (2 * L * S), -(-L // (block[1] * per_thread))
         queue = cuda.to_device(np.zeros(1, np.int64))
-        finished = cuda.to_device(np.zeros((len(part) // (2 * L * S), bands), np.int64))
+        finished = cuda.to_device(np.zeros((groups, bands), np.int64))
         args = [part, d_thr, np.uint32(0), np.int64(0), np.int64(0), g0, n_groups, L, S, strips, seed, key, group0,
                 queue, np.int64(0), finished, np.int64(0), d_counts]
         # every block takes tasks until none is left (then one more ticket); the simulator runs
         # its blocks one after the other: the first takes every task
         blocks = 2 if simulating_cuda() else compiled(column_sweeps, *args).max_cooperative_grid_blocks(block)
         launch = prepared_launch(column_sweeps, blocks, block, stream, args, varying=(2, 3, 4, 14, 16))
-        tasks = len(part) // (2 * L * S) * bands * -(-S // (32 * _TASK_COLUMNS))  # per half-sweep
+        tasks = groups * bands * -(-S // (32 * _TASK_COLUMNS))  # per half-sweep
         state = {"taken": 0, "done": 0}  # tickets taken and half-sweeps finished before the next launch
 
         def sweeps(first, stop, measured):
@@ -1022,5 +1026,7 @@ def cuda_runner(kind: str):
 
         return sweeps
 
-    run.kernels = tuple(k for k in (initial, half_sweep, half_sweep_sites, measure, record, resident) if k is not None)
+    sweeps = column_sweeps if multispin else None
+    run.kernels = tuple(k for k in (initial, sweeps, half_sweep, half_sweep_sites, measure, record, resident)
+                        if k is not None)
     return run
