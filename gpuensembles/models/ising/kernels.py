@@ -375,6 +375,14 @@ def resident_rows(L: int, S: int, threads: int) -> int:
 
 
 @metropolis.jit
+def _rotate_left(w, r):
+    """uint32 ``w`` rotated left by ``r`` bits (``0 <= r < 32``, 0 included): three shift and
+    logic instructions on a GPU and no branch, so that the loads before it are not waited for
+    at a join."""
+    return np.uint32((w << r) | (w >> ((np.uint32(32) - r) & np.uint32(31))))
+
+
+@metropolis.jit
 def _index(row, j=0):
     """Array index (uint64) of the 32-bit offset ``row + j``, summed in 32 bits: a GPU then
     forms the address with one wide multiply-add instead of 64-bit adds and shifts."""
@@ -586,7 +594,9 @@ def cuda_runner(kind: str):
         and the side word of row y: two of the three rows were read for the row before.
 
         ``mine`` and ``other`` are where the colours' rows start in ``lat``; ``live``: the
-        thread has a word; ``edge``: its block may hold a lane across a strip edge. A word with
+        thread has a word; ``edge``: rotate the side words across strip edges (by 0 bits in every
+        lane but 0 and 31 of the first and last columns of a strips layout; the persistent
+        kernel always rotates, with no branch in the walk). A word with
         lanes left after HEAD_BLOCKS is set aside (the warp's ``room`` slots of ``aside`` from
         row ``first``), for the warp to finish all of them together at the end. Returns the
         flips of the thread's lane when ``count``."""
@@ -623,11 +633,9 @@ def cuda_runner(kind: str):
                 low = lat[_index(row_low, j)]
                 side0 = lat[_index(row_other, side_j)]
                 side1 = lat[_index(row_mid, next_side_j)]
-                if edge:  # lanes 0 and 31 of the warps at a strip edge
-                    if rot != 0:
-                        side0 = np.uint32((side0 << rot) | (side0 >> (np.uint32(32) - rot)))
-                    if next_rot != 0:
-                        side1 = np.uint32((side1 << next_rot) | (side1 >> (np.uint32(32) - next_rot)))
+                if edge:  # rotated by 0 except in lanes 0 and 31 of the warps at a strip edge
+                    side0 = _rotate_left(side0, rot)
+                    side1 = _rotate_left(side1, next_rot)
                 at0 = np.uint32(row_mine + j)
                 at1 = np.uint32(at0 + S32)
                 s0 = lat[_index(at0)]
@@ -766,11 +774,8 @@ def cuda_runner(kind: str):
             for column in range(bx * np.uint32(_TASK_COLUMNS), min((bx + np.uint32(1)) * np.uint32(_TASK_COLUMNS),
                                                                    columns)):
                 j = np.uint32(np.uint32(column) * np.uint32(32) + np.uint32(lane))
-                # the first and last columns (strips: lanes 0 and 31 take a side word across a
-                # strip edge, rotated)
-                edge = strips and (column == 0 or column == columns - np.uint32(1))
                 flips = walk_column(lat, table, aside, np.uint32(warp * _WARP_ROOM), _WARP_ROOM, False, c, j, y,
-                                    per_thread, j < S32, L32, S32, strips, edge, mine, other, seed, key, hs,
+                                    per_thread, j < S32, L32, S32, strips, True, mine, other, seed, key, hs,
                                     group0 + g0 + g, count, below_mask, buf)
                 if count and flips > 0:
                     cuda.atomic.add(counts, (g0 + g, lane, 2), np.int64(flips))
