@@ -661,10 +661,15 @@ def cuda_runner(kind: str):
                 flips += lane_count(f0, buf) + lane_count(f1, buf)
             y = np.uint32(y + np.uint32(2))
         warp_barrier()  # the slots the other lanes wrote
-        for r in range((room + 31) // 32):  # lane x finishes slots x, x + 32, ...
+        # lane x finishes slots x, x + 32, ... of those taken (the warp's count, the same in its
+        # lanes: usually one round of 32); the simulator's lane_count needs every thread of
+        # the block, so there every warp takes the rounds of a full room
+        kept = min(n_aside, np.uint32(room))
+        rounds = (room + 31) // 32 if sim else np.uint32((kept + np.uint32(31)) >> np.uint32(5))
+        for r in range(rounds):
             e = np.uint32(r * 32 + (cuda.threadIdx.x & 31))
             f = np.uint32(0)
-            if e < n_aside and e < np.uint32(room):
+            if e < kept:
                 e = np.uint32(first + e)
                 at = aside[e, 0]
                 f = np.uint32(finish_lanes(aside[e, 1], aside[e, 2], table, 0, seed, key, hs, np.uint32(at - mine),
