@@ -220,3 +220,19 @@ def test_sweep_segments_end_at_every_measured_sweep():
         assert {stop - 1 for _, stop, m in segments if m} == measured
         assert not any(stop - 1 in measured for _, stop, m in segments if not m)
         assert measured <= {stop - 1 for _, stop, _ in segments}
+
+
+def test_divide_by_a_divisor_is_exact_for_every_uint32():
+    # the kernels' division by run-time values (multiply and shifts): equal to // and % for
+    # divisors and numerators at the edges of their ranges (powers of two and their
+    # neighbours, 2^32 - 1) and random ones
+    rng = np.random.default_rng(5)
+    edges = sorted({x for k in range(33) for x in (2**k - 1, 2**k, 2**k + 1) if 0 < x < 2**32})
+    divisors = edges + rng.integers(1, 2**32, 300).tolist()
+    numerators = [0] + edges + rng.integers(0, 2**32, 300).tolist()
+    for d in divisors:
+        div = lattices.divisor(np.uint32(d))
+        for n in numerators + [d - 1, d, 2 * d - 1, 2 * d, (2**32 - 1) // d * d]:
+            n %= 2**32
+            q, r = lattices.divide(np.uint32(n), div)
+            assert (int(q), int(r)) == divmod(n, d), (n, d)

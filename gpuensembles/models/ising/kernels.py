@@ -383,6 +383,33 @@ def _rotate_left(w, r):
 
 
 @metropolis.jit
+def divisor(d):
+    """``(d, m, s1, s2)``: what :func:`divide` needs to divide by the uint32 ``d >= 1`` with a
+    multiply and shifts (Granlund and Montgomery's round-up method: ``l = ceil(log2 d)``,
+    ``m = floor(2^32 (2^l - d) / d) + 1``, ``s1 = min(l, 1)``, ``s2 = max(l - 1, 0)``), computed
+    once where a kernel divides by ``d`` many times (a 32-bit division by a run-time value
+    is some 20 instructions on a GPU and a long chain of dependent ones)."""
+    d = np.uint64(d)
+    log = np.uint64(0)
+    while (np.uint64(1) << log) < d:
+        log += np.uint64(1)
+    m = np.uint32((((np.uint64(1) << log) - d) << np.uint64(32)) // d + np.uint64(1))
+    s1 = np.uint32(1) if log > 0 else np.uint32(0)
+    s2 = np.uint32(log - np.uint64(1)) if log > 0 else np.uint32(0)
+    return np.uint32(d), m, s1, s2
+
+
+@metropolis.jit
+def divide(n, div):
+    """``(n // d, n % d)`` for uint32 ``n`` and ``div = divisor(d)``: exact for every ``n < 2^32``."""
+    d, m, s1, s2 = div
+    n = np.uint32(n)
+    t = np.uint32((np.uint64(n) * np.uint64(m)) >> np.uint64(32))  # the high word: one multiply
+    q = np.uint32(np.uint32(t + (np.uint32(n - t) >> s1)) >> s2)
+    return q, np.uint32(n - q * d)
+
+
+@metropolis.jit
 def _index(row, j=0):
     """Array index (uint64) of the 32-bit offset ``row + j``, summed in 32 bits: a GPU then
     forms the address with one wide multiply-add instead of 64-bit adds and shifts."""
@@ -684,28 +711,35 @@ def cuda_runner(kind: str):
     column_slots = sweep_warps * _WARP_ROOM  # the words a block of column_sweeps can set aside
 
     @cuda.jit(device=True)
-    def decode(t, tasks, tiles, ny, nx):
+    def decode(t, tasks, per_sweep, per_group, per_band, groups, ny):
         """Task ``t`` of a launch of ``tasks``: ``(h, g, by, bx)``, its half-sweep (-1: none
-        left), group, band and column block (32-bit: no launch has 2^32 tasks)."""
+        left), group, band and column block (32-bit: no launch has 2^32 tasks). The three
+        quotients by the tasks of a half-sweep, of a group and of a band (:func:`divisor`) are
+        independent of one another: their multiplies run side by side."""
         if t >= tasks:
             return np.int64(-1), np.uint32(0), np.uint32(0), np.uint32(0)
-        t = np.uint32(t)
-        h = np.uint32(t // tiles)
-        t = np.uint32(t - h * tiles)
-        g = np.uint32(t // (ny * nx))
-        t = np.uint32(t - g * (ny * nx))
-        by = np.uint32(t // nx)
-        return np.int64(h), g, by, np.uint32(t - by * nx)
+        h, _ = divide(t, per_sweep)  # h
+        sweep_group, _ = divide(t, per_group)  # h n_groups + g
+        group_band, bx = divide(t, per_band)  # (h n_groups + g) ny + by
+        return np.int64(h), np.uint32(sweep_group - h * groups), np.uint32(group_band - sweep_group * ny), bx
+
+    @cuda.jit(device=True)
+    def band_around(by, k, ny):
+        """Band ``by - 1 + k`` (``k`` = 0, 1, 2) of ``ny`` (periodic)."""
+        if k == 0:
+            return np.uint32(by - np.uint32(1) if by != 0 else ny - np.uint32(1))
+        if k == 1:
+            return by
+        return np.uint32(by + np.uint32(1) if by + np.uint32(1) != ny else 0)
 
     @cuda.jit(device=True)
     def finished(bands, g, by, ny):
         """The fewest tasks finished of band ``by`` of group ``g`` and of the two bands next to it
-        (periodic): read with atomics, which go to L2 (the counts other blocks add)."""
-        up = np.uint32(by - np.uint32(1) if by != 0 else ny - np.uint32(1))
-        down = np.uint32(by + np.uint32(1) if by + np.uint32(1) != ny else 0)
-        a = cuda.atomic.add(bands, (g, up), np.int64(0))
-        b = cuda.atomic.add(bands, (g, by), np.int64(0))
-        c = cuda.atomic.add(bands, (g, down), np.int64(0))
+        (``bands[g ny + band]``): read with atomics, which go to L2 (the counts other blocks add)."""
+        row = np.uint32(g * ny)
+        a = cuda.atomic.add(bands, np.uint32(row + band_around(by, 0, ny)), np.int64(0))
+        b = cuda.atomic.add(bands, np.uint32(row + by), np.int64(0))
+        c = cuda.atomic.add(bands, np.uint32(row + band_around(by, 2, ny)), np.int64(0))
         return min(a, b, c)
 
     @cuda.jit(device=True)
@@ -727,21 +761,28 @@ def cuda_runner(kind: str):
         # takes word 32 column + x of the K rows from y = K (R by + t) (walk_column), for each
         # column of the tile. Blocks take the tasks in order (half-sweep, group, band, tile)
         # from ``queue`` (``taken`` tickets before this launch) and count each finished one in
-        # ``bands`` (per band: ``done`` half-sweeps times its tiles before this launch); a task
-        # starts once its band and the two next to it have finished the half-sweep before. So
-        # the blocks run on from one half-sweep into the next, with no launch in between and no
-        # multiprocessor idle at the end of each (one launch per 16384^2 half-sweep left them
-        # idle 6.5 % of its time). A block only ever waits for tasks of smaller tickets, which
-        # blocks that run hold: no deadlock, however many blocks fit at once.
-        # The first thread takes the next task while the block works on this one and reads the
-        # counts it needs before the block's barrier: between the two barriers of a task it
-        # then has one fence to make, the release of the task's words and the acquire of the
-        # next task's (CUDA's grid barrier has the same pattern: barrier, fence, atomic, wait,
-        # fence, barrier). The fence also empties L1, so no tile is read from a stale line.
+        # ``bands`` (``bands[g ny + by]``: ``done`` half-sweeps times its tiles before this
+        # launch); a task starts once its band and the two next to it have finished the
+        # half-sweep before. So the blocks run on from one half-sweep into the next, with no
+        # launch in between and no multiprocessor idle at the end of each (one launch per
+        # 16384^2 half-sweep left them idle 6.5 % of its time). A block only ever waits for
+        # tasks of smaller tickets, which blocks that run hold: no deadlock, however many
+        # blocks fit at once.
+        # The first thread takes the next ticket while the block works on this task; at its
+        # end it decodes it (multiplies, no division: :func:`divisor`) into the other slot, and
+        # lanes 0-2 of its warp read the counts of the three bands it needs, one each. Every
+        # other warp waits at the block's barrier for what warp 0 does beyond its words (it
+        # did ~225 instructions more than they, 11 % of the kernel's time at that barrier).
+        # Between the two barriers one fence then remains, the release of the task's words
+        # and the acquire of the counts read (CUDA's grid barrier has the same pattern:
+        # barrier, fence, atomic, wait, fence, barrier); it also empties L1, so no tile is
+        # read from a stale line.
         buf = cuda.shared.array(buf_size, dtype=numba.uint32)
         table = cuda.shared.array(stride, dtype=numba.uint32)
         aside = cuda.shared.array((column_slots, 4), dtype=numba.uint32)
-        task = cuda.shared.array(4, dtype=numba.int64)  # half-sweep (-1: none left), group, band, column block
+        # this task and the next: half-sweep (-1: none left), group, band, column block
+        slots = cuda.shared.array((2, 4), dtype=numba.int64)
+        ready = cuda.shared.array(3, dtype=numba.boolean)  # the next task's three bands
         lat, thr = view(lattice), view(thr)
         lane, warp = cuda.threadIdx.x, cuda.threadIdx.y
         first = warp == 0 and lane == 0
@@ -750,18 +791,22 @@ def cuda_runner(kind: str):
         nx = np.uint32((columns + np.uint32(_TASK_COLUMNS - 1)) // np.uint32(_TASK_COLUMNS))  # tasks a band
         rows = np.uint32(cuda.blockDim.y * per_thread)
         ny = np.uint32((L32 + rows - np.uint32(1)) // rows)
-        tiles = np.uint32(np.uint32(lattice.size // (2 * L * S)) * ny * nx)  # tasks per half-sweep
+        groups = np.uint32(lattice.size // (2 * L * S))
+        tiles = np.uint32(groups * ny * nx)  # tasks per half-sweep
         tasks = half_sweeps * tiles
+        per_sweep, per_group, per_band = divisor(tiles), divisor(ny * nx), divisor(nx)
         below_mask = lanes_below()
         if first:
-            h, g, by, bx = decode(cuda.atomic.add(queue, 0, np.int64(1)) - taken, tasks, tiles, ny, nx)
+            h, g, by, bx = decode(cuda.atomic.add(queue, 0, np.int64(1)) - taken, tasks, per_sweep, per_group,
+                                  per_band, groups, ny)
             if h >= 0:
                 wait_for(bands, g, by, ny, (done + h) * nx)
-            task[0], task[1], task[2], task[3] = h, g, by, bx
+            slots[0, 0], slots[0, 1], slots[0, 2], slots[0, 3] = h, g, by, bx
         cuda.syncthreads()
         loaded = np.uint32(0xFFFFFFFF)  # the group whose thresholds are in ``table``
+        now = 0  # the slot of this task
         while True:
-            h, g, by, bx = task[0], np.uint32(task[1]), np.uint32(task[2]), np.uint32(task[3])
+            h, g, by, bx = slots[now, 0], np.uint32(slots[now, 1]), np.uint32(slots[now, 2]), np.uint32(slots[now, 3])
             if h < 0:
                 break
             if first:  # the next task, taken now: the atomic's latency passes while the block works
@@ -784,18 +829,27 @@ def cuda_runner(kind: str):
                                     group0 + g0 + g, count, below_mask, buf)
                 if count and flips > 0:
                     cuda.atomic.add(counts, (g0 + g, lane, 2), np.int64(flips))
+            nxt = 1 - now
             if first:
-                h_next, g_next, by_next, bx_next = decode(ticket - taken, tasks, tiles, ny, nx)
-                need = (done + h_next) * nx
-                ready = h_next < 0 or finished(bands, g_next, by_next, ny) >= need
+                h1, g1, by1, bx1 = decode(ticket - taken, tasks, per_sweep, per_group, per_band, groups, ny)
+                slots[nxt, 0], slots[nxt, 1], slots[nxt, 2], slots[nxt, 3] = h1, g1, by1, bx1
+            warp_barrier()
+            if warp == 0 and lane < 3:  # lane k: whether band by - 1 + k has what the next task needs
+                h1 = slots[nxt, 0]
+                ok = True
+                if h1 >= 0:
+                    band = np.uint32(np.uint32(slots[nxt, 1]) * ny + band_around(np.uint32(slots[nxt, 2]), lane, ny))
+                    ok = cuda.atomic.add(bands, band, np.int64(0)) >= (done + h1) * nx
+                ready[lane] = ok
             cuda.syncthreads()  # every word of the task written
+            if warp == 0 and lane < 3:  # the release of the task's words before its count below, and
+                fence()  # the acquire of the counts just read
             if first:
-                fence()  # they reach every block before the count below (and ``ready`` was read before)
-                cuda.atomic.add(bands, (g, by), np.int64(1))
-                if not ready:  # (the count just added may be one of those it waits for)
-                    wait_for(bands, g_next, by_next, ny, need)
-                task[0], task[1], task[2], task[3] = h_next, g_next, by_next, bx_next
+                cuda.atomic.add(bands, np.uint32(g * ny + by), np.int64(1))
+                if not (ready[0] and ready[1] and ready[2]):  # (the count just added may be one it needs)
+                    wait_for(bands, np.uint32(slots[nxt, 1]), np.uint32(slots[nxt, 2]), ny, (done + slots[nxt, 0]) * nx)
             cuda.syncthreads()
+            now = nxt
 
     half_sweep = None if multispin else half_sweep_kernel(device(_update_quad_words))
     half_sweep_sites = None if multispin else half_sweep_kernel(device(_update_quad_sites))
@@ -1017,7 +1071,7 @@ def cuda_runner(kind: str):
         from ``g0``): one launch of ``column_sweeps`` on as many blocks as fit on the GPU."""
         groups, bands = len(part) // (2 * L * S), -(-L // (block[1] * per_thread))
         queue = cuda.to_device(np.zeros(1, np.int64))
-        finished = cuda.to_device(np.zeros((groups, bands), np.int64))
+        finished = cuda.to_device(np.zeros(groups * bands, np.int64))
         args = [part, d_thr, np.uint32(0), np.int64(0), np.int64(0), g0, n_groups, L, S, strips, seed, key, group0,
                 queue, np.int64(0), finished, np.int64(0), d_counts]
         # every block takes tasks until none is left (then one more ticket); the simulator runs
