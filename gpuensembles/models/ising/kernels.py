@@ -943,21 +943,22 @@ def cuda_runner(kind: str):
         room = min(_WARP_ROOM, _SET_ASIDE // (nt >> 5) - 1)  # and a spare slot each
         first = np.uint32(warp * np.uint32(room + 1))
         below_mask = lanes_below()
+        by_columns = divisor(columns)  # (no division by a run-time value in the sweeps)
+        next_measured = therm + every - 1  # the sweeps measured: therm + k every - 1, k = 1, 2, ...
         for t in range(therm + sweeps):
-            measured = t >= therm and (t - therm + 1) % every == 0
+            measured = t == next_measured
             flips = 0
             for c in range(2):
                 hs = np.uint32(2 * t + c)
                 mine, other = np.uint32(np.uint32(c) * L32 * S32), np.uint32(np.uint32(1 - c) * L32 * S32)
                 for turn in range(turns):
                     piece = np.uint32((warp + np.uint32(turn) * warps) * side_by_side + mine_in_warp)
-                    column = np.uint32(piece % columns)
+                    band, column = divide(piece, by_columns)
                     j = np.uint32(column * np.uint32(32) + word)
                     live = piece < pieces and j < S32 and mine_in_warp < side_by_side
-                    flips += walk_column(sh, planes, aside, first, room, True, c, j,
-                                         np.uint32(np.uint32(piece // columns) * np.uint32(rows)), rows, live,
-                                         L32, S32, False, False, mine, other, seed, key, hs, group0 + g, measured,
-                                         below_mask, buf)
+                    flips += walk_column(sh, planes, aside, first, room, True, c, j, np.uint32(band * np.uint32(rows)),
+                                         rows, live, L32, S32, False, False, mine, other, seed, key, hs, group0 + g,
+                                         measured, below_mask, buf)
                 cuda.syncthreads()  # the colour's words written before the other colour reads them
             if measured:
                 down = 0
@@ -987,6 +988,7 @@ def cuda_runner(kind: str):
                         tally[q, tid] = 0
                 cuda.syncthreads()
                 i_meas += 1
+                next_measured += every
         for i in range(tid, 2 * words, nt):
             lattice[g * 2 * words + i] = sh[i]
 
