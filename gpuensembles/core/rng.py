@@ -54,15 +54,19 @@ fjit = numba.jit(nopython=True, fastmath=FASTMATH)
 
 
 @jit
-def _mulhilo(a, m):
+def mulhilo(a, m):
+    """High and low uint32 words of the product of uint32 ``a`` and ``m`` (a uint64 < 2^32).
+
+    One wide multiply on a GPU.
+    """
     p = m * np.uint64(a)
     return np.uint32(p >> _SHIFT32), np.uint32(p & _MASK32)
 
 
 @jit
 def _round(c0, c1, c2, c3, k0, k1):
-    hi0, lo0 = _mulhilo(c0, _M0)
-    hi1, lo1 = _mulhilo(c2, _M1)
+    hi0, lo0 = mulhilo(c0, _M0)
+    hi1, lo1 = mulhilo(c2, _M1)
     return (
         np.uint32(hi1 ^ c1 ^ k0),
         lo1,

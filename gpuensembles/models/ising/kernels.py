@@ -41,6 +41,7 @@ from ...core.backend import (
     simulating_cuda,
     simulator_view,
 )
+from ...core.rng import mulhilo
 from . import physics as metropolis
 
 cuda = None  # numba.cuda once a CUDA template is built (see bind_cuda)
@@ -404,7 +405,7 @@ def divide(n, div):
     """``(n // d, n % d)`` for uint32 ``n`` and ``div = divisor(d)``: exact for every ``n < 2^32``."""
     d, m, s1, s2 = div
     n = np.uint32(n)
-    t = np.uint32((np.uint64(n) * np.uint64(m)) >> np.uint64(32))  # the high word: one multiply
+    t, _ = mulhilo(n, np.uint64(m))
     q = np.uint32(np.uint32(t + (np.uint32(n - t) >> s1)) >> s2)
     return q, np.uint32(n - q * d)
 
@@ -733,14 +734,15 @@ def cuda_runner(kind: str):
         return np.uint32(by + np.uint32(1) if by + np.uint32(1) != ny else 0)
 
     @cuda.jit(device=True)
+    def band_count(bands, g, by, k, ny):
+        """Tasks finished of band ``by - 1 + k`` (periodic) of group ``g`` (``bands[g ny + band]``):
+        read with an atomic, which goes to L2 (the counts other blocks add)."""
+        return cuda.atomic.add(bands, np.uint32(g * ny + band_around(by, k, ny)), np.int64(0))
+
+    @cuda.jit(device=True)
     def finished(bands, g, by, ny):
-        """The fewest tasks finished of band ``by`` of group ``g`` and of the two bands next to it
-        (``bands[g ny + band]``): read with atomics, which go to L2 (the counts other blocks add)."""
-        row = np.uint32(g * ny)
-        a = cuda.atomic.add(bands, np.uint32(row + band_around(by, 0, ny)), np.int64(0))
-        b = cuda.atomic.add(bands, np.uint32(row + by), np.int64(0))
-        c = cuda.atomic.add(bands, np.uint32(row + band_around(by, 2, ny)), np.int64(0))
-        return min(a, b, c)
+        """The fewest tasks finished of band ``by`` of group ``g`` and of the two bands next to it."""
+        return min(band_count(bands, g, by, 0, ny), band_count(bands, g, by, 1, ny), band_count(bands, g, by, 2, ny))
 
     @cuda.jit(device=True)
     def wait_for(bands, g, by, ny, need):
@@ -838,8 +840,8 @@ def cuda_runner(kind: str):
                 h1 = slots[nxt, 0]
                 ok = True
                 if h1 >= 0:
-                    band = np.uint32(np.uint32(slots[nxt, 1]) * ny + band_around(np.uint32(slots[nxt, 2]), lane, ny))
-                    ok = cuda.atomic.add(bands, band, np.int64(0)) >= (done + h1) * nx
+                    seen = band_count(bands, np.uint32(slots[nxt, 1]), np.uint32(slots[nxt, 2]), lane, ny)
+                    ok = seen >= (done + h1) * nx
                 ready[lane] = ok
             cuda.syncthreads()  # every word of the task written
             if warp == 0 and lane < 3:  # the release of the task's words before its count below, and
