@@ -65,6 +65,20 @@ def test_accept_lanes_matches_the_lane_by_lane_reference():
     assert checked > 5000 and finished > 20
 
 
+def test_threshold_table_keeps_each_lane_at_its_own_slot():
+    # the lanes' thresholds are stored by de Bruijn slot: a permutation, and the slot of the
+    # lowest set bit of any word is (low * constant mod 2^32) >> 27
+    slots = physics.lane_slots()
+    assert sorted(slots) == list(range(32))
+    p4, p8 = np.arange(1, 33, dtype=np.uint32), np.arange(101, 133, dtype=np.uint32)
+    table = physics.threshold_table(p4, p8)
+    for lane in range(32):
+        assert table[64 + slots[lane]] == p4[lane] and table[96 + slots[lane]] == p8[lane]
+        assert ((1 << lane) * 0x077CB531) % 2**32 >> 27 == slots[lane]
+    short = physics.threshold_table(p4[:3], p8[:3])  # missing lanes count as 0
+    assert np.count_nonzero(short[64:]) == 6
+
+
 def test_finish_lanes_reads_a_second_block_past_four_lanes():
     # six lanes left: lanes 4 and 5 of the rank order take words 0 and 1 of block 3
     p4, p8 = physics.thresholds(np.full(32, 0.3))
