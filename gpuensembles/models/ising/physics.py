@@ -267,19 +267,22 @@ def finish_lanes(undecided, dE4, thr, tbase, seed, key, half_sweep, site, group)
     """
     accepted = np.uint32(0)
     r0 = r1 = r2 = r3 = np.uint32(0)
-    m = np.int64(0)
+    block = np.int64(HEAD_BLOCKS)
+    left = np.uint32(0)  # words of the block drawn last not used yet
     while undecided != 0:
-        rank = m & 3
-        if rank == 0:
-            r0, r1, r2, r3 = draw_block(half_sweep, site, group, np.int64(HEAD_BLOCKS + (m >> 2)), seed, key)
-        v = r0 if rank == 0 else (r1 if rank == 1 else (r2 if rank == 2 else r3))
+        if left == 0:
+            r0, r1, r2, r3 = draw_block(half_sweep, site, group, block, seed, key)
+            block += 1
+            left = np.uint32(4)
+        v = r0
+        r0, r1, r2 = r1, r2, r3  # the block's words in turn, with no branch
+        left = np.uint32(left - _ONE)
         low = np.uint32(undecided & (np.uint32(undecided - _ONE) ^ ALL_ONES))  # the lowest lane left
         slot = np.uint32(np.uint32(low * _DE_BRUIJN) >> _SLOT_SHIFT)  # of the lane's thresholds
         p = thr[_U(tbase) + _U(_LANE_THRESHOLDS + slot + (np.uint32(0) if low & dE4 else np.uint32(32)))]
         if np.uint32(v >> np.uint32(32 - _LOW_BITS)) < np.uint32(p & _LOW_MASK):
             accepted |= low
         undecided = np.uint32(undecided ^ low)
-        m += 1
     return accepted
 
 
