@@ -777,9 +777,10 @@ def cuda_runner(kind: str):
         # blocks fit at once.
         # The first thread takes the next ticket while the block works on this task; at its
         # end it decodes it (multiplies, no division: :func:`divisor`) into the other slot, and
-        # lanes 0-2 of its warp read the counts of the three bands it needs, one each. Every
-        # other warp waits at the block's barrier for what warp 0 does beyond its words (it
-        # did ~225 instructions more than they, 11 % of the kernel's time at that barrier).
+        # lanes 0-2 of its warp read the counts of the three bands it needs, one each: the
+        # other warps wait at the block's barrier for what warp 0 does beyond its words, so
+        # that work is kept short (with three dependent divisions and the counts read one
+        # after another it was ~225 instructions, 11 % of the kernel's time at that barrier).
         # Between the two barriers one fence then remains, the release of the task's words
         # and the acquire of the counts read (CUDA's grid barrier has the same pattern:
         # barrier, fence, atomic, wait, fence, barrier); it also empties L1, so no tile is

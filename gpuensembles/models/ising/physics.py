@@ -112,13 +112,16 @@ def bit_planes(p: np.ndarray) -> np.ndarray:
     return (bits << np.arange(p.size, dtype=np.uint64)[None, :]).sum(axis=1, dtype=np.uint64).astype(np.uint32)
 
 
+_SLOTS = lane_slots()  # taken once: a run builds one table per group of 32 lanes
+
+
 def threshold_table(p4, p8) -> np.ndarray:
     """A multi-spin group's thresholds (uint32, ``THRESHOLD_STRIDE["multispin"]``) from the
     ``(32,)`` thresholds of its lanes for dE = 4 and dE = 8: their bit planes, then themselves,
     lane ``l`` at slot ``lane_slots()[l]`` (missing lanes count as 0)."""
     p4, p8 = np.asarray(p4, np.uint32), np.asarray(p8, np.uint32)
     own4, own8 = np.zeros(32, np.uint32), np.zeros(32, np.uint32)
-    own4[lane_slots()[:p4.size]], own8[lane_slots()[:p8.size]] = p4, p8
+    own4[_SLOTS[:p4.size]], own8[_SLOTS[:p8.size]] = p4, p8
     return np.concatenate([bit_planes(p4), bit_planes(p8), own4, own8]).astype(np.uint32)
 
 
