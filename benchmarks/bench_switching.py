@@ -7,7 +7,7 @@ Run with asv or through ``python -m benchmarks.li2007``.
 import time
 
 import gpuensembles as ge
-from gpuensembles.models.josephson import run as josephson
+from gpuensembles.models.josephson import junction as josephson
 
 from . import baselines
 from .bench_escape_times import gpu_available

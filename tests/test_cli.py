@@ -98,7 +98,7 @@ def test_cli_switching_normalized_and_mixed_forms(tmp_path, capsys):
 def test_cli_switching_rates_method(tmp_path, capsys, monkeypatch):
     """--method rates (the model's rate formula standing in for the rate simulations): several sweep rates
     become a dimension, the summary counts the simulated steps and names the adiabaticity, the plot draws."""
-    from gpuensembles.models.josephson import run
+    from gpuensembles.models.josephson import switching_from_rates as run
 
     def formula(*, V0, damping, D, h, model, integrator, rel_error, seed, dtype, backend, progress):
         rate = run._theory_rate(model, V0, damping, D / damping)
@@ -247,6 +247,6 @@ def test_import_leaves_heavy_modules_for_first_use():
 def test_si_constants_are_the_exact_2019_values():
     from scipy import constants
 
-    from gpuensembles.models.josephson import run
+    from gpuensembles.models.josephson import junction as run
 
     assert (run.ELEMENTARY_CHARGE, run.HBAR, run.BOLTZMANN) == (constants.e, constants.hbar, constants.k)

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 import gpuensembles as ge
-from gpuensembles.models.josephson import run as josephson
+from gpuensembles.models.josephson import junction as josephson
 from gpuensembles.models.josephson import theory
 
 from .. import z_score

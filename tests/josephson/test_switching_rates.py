@@ -1,4 +1,4 @@
-"""Switching histograms from escape rates (``switching_currents(method="rates")``, :mod:`.switching_rates`).
+"""Switching histograms from escape rates (``switching_currents(method="rates")``, :mod:`.fulton_dunkleberger`).
 
 Every test here uses an analytic rate (Kramers' overdamped rate, or Mel'nikov-Meshkov) as
 the "measured" one, with zero or a chosen relative error: the simulations behind the real
@@ -14,8 +14,9 @@ import pytest
 import xarray as xr
 
 import gpuensembles as ge
-from gpuensembles.models.josephson import run, theory
-from gpuensembles.models.josephson import switching_rates as sr
+from gpuensembles.models.josephson import fulton_dunkleberger as sr
+from gpuensembles.models.josephson import switching_from_rates as run
+from gpuensembles.models.josephson import theory
 
 # overdamped washboard, theta = 0.05: the switching of ramps from 1e-12 to 1e-4 per time unit lies
 # between gamma = 0.4 and 0.95, where Delta U / theta runs from 20 down to 0.5
@@ -350,8 +351,6 @@ def test_rate_curves_refuse_bad_rates():
 def test_the_glue_calls_escape_rates_as_its_contract_says(monkeypatch):
     """A stand-in ``rates`` module checks the keyword arguments and returns the contract's variables;
     every batch gets its own seed."""
-    import sys
-    import types
 
     seen = []
 
@@ -368,8 +367,7 @@ def test_the_glue_calls_escape_rates_as_its_contract_says(monkeypatch):
                            "method": ("gamma", np.full(len(gamma), "direct"))}, coords=coords,
                           attrs={"backend": "cpu", "device": "test CPU"})
 
-    monkeypatch.setitem(sys.modules, "gpuensembles.models.josephson.rates",
-                        types.SimpleNamespace(escape_rates=escape_rates))
+    monkeypatch.setattr(run, "escape_rates", escape_rates)
     ds = ge.switching_currents(dgamma=2e-8, realizations=20, seed=3, rel_error=0.05, **OVERDAMPED)
     assert all(s["rel_error"] == 0.05 for s in seen) and len(seen) >= 2
     assert len({s["seed"] for s in seen}) == len(seen)

@@ -9,8 +9,10 @@ junction parameters.
 
 from ...core.registry import Command, RunFunction, register
 from . import analysis, cli, theory  # noqa: F401  (analysis registers the Dataset.fpt accessor)
+from .escape import escape_times
+from .junction import normalize
 from .rates import escape_rates
-from .run import escape_times, normalize, switching_currents
+from .switching import switching_currents
 
 __all__ = ["escape_times", "switching_currents", "escape_rates", "normalize", "theory"]
 

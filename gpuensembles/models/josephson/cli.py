@@ -10,9 +10,8 @@ from ...core import commands
 from ...core.commands import add_parameter, integer, values
 from ...core.progress import on_start
 from . import theory
-from .rates import METHODS as RATE_METHODS
-from .rates import escape_rates
-from .run import (
+from .escape import escape_times
+from .junction import (
     DTYPES,
     INTEGRATORS,
     METHODS,
@@ -21,10 +20,11 @@ from .run import (
     PASSAGES,
     PHYSICAL,
     STARTS,
-    escape_times,
     normalize,
-    switching_currents,
 )
+from .rates import METHODS as RATE_METHODS
+from .rates import escape_rates
+from .switching import switching_currents
 
 #: Junctions known by name: SI parameters and the integration step of seed 000, Fig. 11(b).
 PRESETS = {

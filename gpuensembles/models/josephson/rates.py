@@ -27,9 +27,9 @@ from ...core import engine, ffs
 from ...core.backend import Backend, Progress
 from ...core.progress import bar, shown, starting
 from ...core.templates.rounds import trial_runner
+from . import junction, theory
 from . import physics as washboard
-from . import theory
-from .run import PARAMETERS, PHYSICAL, Dtype, Integrator, Model, _attrs, _check_step, _common, normalize
+from .junction import PARAMETERS, PHYSICAL, Dtype, Integrator, Model
 
 Method = Literal["auto", "direct", "ffs"]
 METHODS = get_args(Method)
@@ -144,9 +144,9 @@ def escape_rates(
         V0, damping, D = units["V0"], units["damping"], units["D"]
     elif damping is None or D is None:
         raise ValueError("damping and D are required (or physical=dict(R, C, Ic, T))")
-    params = _common(model, dtype, "next_well", integrator, V0=V0, damping=damping, gamma=gamma, D=D, h=h)
+    params = junction.validated(model, dtype, "next_well", integrator, V0=V0, damping=damping, gamma=gamma, D=D, h=h)
     engine.check_range("gamma", params["gamma"], 0, 1, high_open=True, hint="; for a negative bias use |gamma|")
-    _check_step(model, params["V0"], params["damping"], params["gamma"], params["h"])
+    junction.check_step(model, params["V0"], params["damping"], params["gamma"], params["h"])
     plan = engine.make_plan({k: params[k] for k in washboard.ESCAPE_PARAMETERS}, realizations=1, seed=seed,
                             max_steps=1, kernel=engine.KernelSpec(washboard.trial_kernel, (model, dtype, integrator)),
                             backend=backend)
@@ -160,7 +160,7 @@ def escape_rates(
     else:
         raw = _lazy(plan, grid, chunks, settings)
     return _dataset(plan, raw, barrier.reshape(grid), methods.reshape(grid), units,
-                    _attrs(plan, raw, "escape_rates", model, dtype, "next_well", integrator, call,
+                    junction.attributes(plan, raw, "escape_rates", model, dtype, "next_well", integrator, call,
                            initial_condition="thermal (Boltzmann) state of the well",
                            rate_definition="inverse mean first-passage time from the thermal state of the well "
                                            "to the bottom of the next well, arcsin(gamma) + 2 pi",
@@ -175,7 +175,7 @@ def _physical(physical, damping, D, V0) -> dict:
         raise ValueError("give either physical=dict(R, C, Ic, T) or V0, damping, D, not both")
     if sorted(physical) != keys:
         raise ValueError(f"physical must be a dict with exactly the keys {keys}, got {physical!r}")
-    return normalize(**physical)
+    return junction.normalize(**physical)
 
 
 def _choose(method, barrier, gamma, plan) -> np.ndarray:
