@@ -99,9 +99,11 @@ def test_cli_switching_rates_method(tmp_path, capsys, monkeypatch):
     """--method rates (the model's rate formula standing in for the rate simulations): several sweep rates
     become a dimension, the summary counts the simulated steps and names the adiabaticity, the plot draws."""
     from gpuensembles.models.josephson import switching_from_rates as run
+    from gpuensembles.models.josephson import theory
 
-    def formula(*, V0, damping, D, h, model, integrator, rel_error, seed, dtype, backend, progress):
-        rate = run._theory_rate(model, V0, damping, D / damping)
+    def formula(*, V0, damping, D, h, model, integrator, rel_error, criterion, running_wells, seed, dtype, backend,
+                progress):
+        rate = theory.rate_formula(model, V0, damping, D / damping)
         return lambda g: (rate(g), 0.03 * rate(g), np.full(len(g), 1000, np.int64))
 
     monkeypatch.setattr(run, "_measured_rates", formula)

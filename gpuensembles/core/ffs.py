@@ -134,16 +134,17 @@ def direct_rates(rounds: Rounds, lam_b, dt, realizations: int) -> tuple:
 
     Returns
     -------
-    tuple of ndarray
-        ``(rate, rate_stderr, censored)`` per point; ``censored`` counts trials that did
-        not pass within ``max_steps``.
+    tuple
+        ``(rate, rate_stderr, censored, passages)``: arrays per point, ``censored`` counting
+        the trials that did not pass within ``max_steps``, and per point the end states of
+        the trials that passed (rows of ``ends[:, :-1]``, what a further round starts from).
     """
     n_points = len(rounds.table)
     points = np.repeat(np.arange(n_points), realizations)
     index = np.tile(np.arange(realizations), n_points)
     starts = np.full((points.size, rounds.width - 1), np.nan)
-    steps, status, _ = rounds(points, starts, np.full(points.size, -np.inf), lam_b[points],
-                              trial_id(DIRECT, 0, 0, index))
+    steps, status, ends = rounds(points, starts, np.full(points.size, -np.inf), lam_b[points],
+                                 trial_id(DIRECT, 0, 0, index))
     t = (steps * dt[points]).reshape(n_points, realizations)
     d = (status == REACHED).reshape(n_points, realizations)
     total = t.sum(axis=1)
@@ -151,7 +152,9 @@ def direct_rates(rounds: Rounds, lam_b, dt, realizations: int) -> tuple:
     stderr = np.sqrt(((d - rate[:, None] * t) ** 2).sum(axis=1)) / total
     # no passage at all: the rate is below about one event in the time simulated
     stderr = np.where(d.sum(axis=1) == 0, 1.0 / total, stderr)
-    return rate, stderr, (status == CENSORED).reshape(n_points, realizations).sum(axis=1)
+    states = ends[:, :-1].reshape(n_points, realizations, -1)
+    passages = [states[p][d[p]] for p in range(n_points)]
+    return rate, stderr, (status == CENSORED).reshape(n_points, realizations).sum(axis=1), passages
 
 
 @dataclass(frozen=True)
@@ -206,21 +209,26 @@ def forward_flux(rounds: Rounds, lam_a, lam_0, lam_b, dt, settings: FluxSettings
 
     Returns
     -------
-    dict of ndarray
+    dict
         ``rate``, ``rate_stderr`` (per point), ``interfaces`` (stages per point),
-        ``replicas`` (replicas run per point) and ``lambdas`` (list of interface arrays).
+        ``replicas`` (replicas run per point), ``lambdas`` (list of interface arrays) and
+        ``ends`` (per point, a list over its replicas of the states that reached ``lam_b``:
+        first arrivals at ``lam_b``, what a further round starts from).
     """
     n_points = len(lam_a)
     tick = on_round or (lambda: None)
     rates = [[] for _ in range(n_points)]
+    ends = [[] for _ in range(n_points)]
     lambdas = None
     todo = np.arange(n_points)
     for batch in range(settings.max_batches):
-        batch_rates, chosen = _batch(rounds, todo, lam_a, lam_0, lam_b, dt, settings, batch, lambdas, tick)
+        flux, configs = _flux(rounds, todo, lam_a, lam_0, lam_b, dt, settings, batch, tick)
+        chain = _chain(rounds, todo, configs, lam_0[todo].copy(), lam_a, lam_b, dt, settings, batch, lambdas, tick)
         if lambdas is None:
-            lambdas = chosen
-        for p, r in zip(todo, batch_rates):
-            rates[p].extend(r)
+            lambdas = chain.chosen
+        for i, p in enumerate(todo):
+            rates[p].extend(flux[i] * chain.product[i])
+            ends[p].extend(configs[i])
         done = np.array([_relative_error(rates[p]) <= settings.rel_error for p in range(n_points)])
         todo = np.flatnonzero(~done)
         if todo.size == 0:
@@ -228,7 +236,90 @@ def forward_flux(rounds: Rounds, lam_a, lam_0, lam_b, dt, settings: FluxSettings
     rate = np.array([np.mean(r) for r in rates])
     stderr = np.array([np.std(r, ddof=1) / math.sqrt(len(r)) for r in rates])
     return {"rate": rate, "rate_stderr": stderr, "interfaces": np.array([len(x) for x in lambdas]),
-            "replicas": np.array([len(r) for r in rates]), "lambdas": lambdas}
+            "replicas": np.array([len(r) for r in rates]), "lambdas": lambdas, "ends": ends}
+
+
+def splitting(rounds: Rounds, pools, lam_0, lam_b, dt, settings: FluxSettings, *, first_stage=0,
+              max_stages=MAX_STAGES, on_round=None) -> dict:
+    """Probability that trajectories from given states reach ``lam_b`` before they fail, by splitting.
+
+    The stage chain of forward flux sampling without its flux: replica ``r`` of point ``p``
+    starts from the states ``pools[p][r]`` (their coordinate is ``lam_0[p]``) and runs
+    through adaptively placed interfaces to ``lam_b[p]``; a trial fails where the kernel
+    says ``RETURNED`` (its coordinate at or below 0, or its own failure condition). The
+    probability of a replica is the product of its stages' success fractions, the estimate
+    the mean over replicas, its error their spread: a replica's own pool and its branching
+    make its stages correlated, which the binomial formula would miss. Batches of replicas
+    (reusing the interfaces of the first and the same pools) are added until
+    ``settings.rel_error`` is met or ``settings.max_batches`` are run.
+
+    Besides the probability, the mean duration of a failed trajectory follows from the
+    stages' mean success and failure durations (a failure at stage ``i`` has taken stages
+    ``0 .. i-1`` successfully): ``(1 - P) E[t_fail] = sum_i P_i (1 - p_i) (sum_{j<i} s_j + f_i)``
+    with ``P_i`` the product of the fractions before stage ``i``.
+
+    Parameters
+    ----------
+    rounds : Rounds
+        The launcher (its kernel's coordinate in the ``lo``/``hi`` windows).
+    pools : list
+        Per point, a list over replicas of start states (rows as ``rounds`` takes them); the
+        replicas are as many as the shortest list.
+    lam_0, lam_b : ndarray
+        Coordinate of the start states and target, per point.
+    dt : ndarray
+        Time per step, per point.
+    settings : FluxSettings
+        Sizes (``trials``, ``pilots``, ``p_target``, ``rel_error`` and ``max_batches`` are used).
+    first_stage : int
+        Stage number of the first stage in the trials' ids: a chain run on the points of
+        a forward-flux run must not reuse its ids (``first_stage + max_stages <= 1024``).
+    max_stages : int
+        Stages after which a point is given up (its probability is below about
+        ``p_target ** max_stages``): ``resolved`` is then False and the estimate 0.
+    on_round : callable, optional
+        Called after every round.
+
+    Returns
+    -------
+    dict
+        Per point: ``probability``, ``probability_stderr``, ``failed_time`` (mean duration
+        of a failed trajectory), ``interfaces``, ``replicas`` and ``resolved``.
+    """
+    n_points = len(pools)
+    if first_stage + max_stages > 1024:
+        raise ValueError(f"stages {first_stage} to {first_stage + max_stages} exceed the 1024 of the trial ids")
+    tick = on_round or (lambda: None)
+    R = min(len(pool) for pool in pools) if n_points else 0
+    settings = FluxSettings(replicas=R, trials=settings.trials, pilots=settings.pilots, p_target=settings.p_target,
+                            rel_error=settings.rel_error, max_batches=settings.max_batches)
+    found = [[] for _ in range(n_points)]  # per point: (probability, failed-time weight) per replica and batch
+    resolved = np.ones(n_points, dtype=bool)
+    lambdas = None
+    todo = np.arange(n_points)
+    zero = np.zeros(n_points)
+    for batch in range(settings.max_batches):
+        configs = [[pools[p][r] for r in range(R)] for p in todo]
+        chain = _chain(rounds, todo, configs, lam_0[todo].copy(), zero, lam_b, dt, settings, batch, lambdas, tick,
+                       first_stage=first_stage, max_stages=max_stages, give_up=True)
+        if lambdas is None:
+            lambdas = chain.chosen
+            resolved = ~chain.unfinished
+        for i, p in enumerate(todo):
+            found[p].extend(zip(chain.product[i], chain.failed[i]))
+        done = np.array([not resolved[p] or _relative_error([f[0] for f in found[p]]) <= settings.rel_error
+                         for p in range(n_points)])
+        todo = np.flatnonzero(~done)
+        if todo.size == 0:
+            break
+    probability = np.array([np.mean([f[0] for f in fs]) for fs in found])
+    stderr = np.array([np.std([f[0] for f in fs], ddof=1) / math.sqrt(len(fs)) for fs in found])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        failed_time = np.array([np.mean([f[1] for f in fs]) for fs in found]) / (1.0 - probability)
+    probability[~resolved], stderr[~resolved] = 0.0, 0.0
+    return {"probability": probability, "probability_stderr": stderr, "failed_time": failed_time,
+            "interfaces": np.array([len(x) for x in lambdas]) if lambdas else np.zeros(0, np.int64),
+            "replicas": np.array([len(fs) for fs in found]), "resolved": resolved}
 
 
 def _relative_error(rates) -> float:
@@ -236,39 +327,54 @@ def _relative_error(rates) -> float:
     return np.std(rates, ddof=1) / math.sqrt(len(rates)) / mean if mean > 0 else math.inf
 
 
-def _batch(rounds, todo, lam_a, lam_0, lam_b, dt, settings, batch, lambdas, tick):
-    """One batch of ``settings.replicas`` replicas at the points ``todo``; returns their rates and interfaces.
+@dataclass
+class _Chain:
+    """What a chain of stages found, per point (rows) and replica (columns)."""
 
-    With ``lambdas`` None the interfaces are placed by pilots (first batch), else reused.
+    product: np.ndarray  # products of the stages' success fractions
+    failed: np.ndarray  # sum_i P_i (1 - p_i) (time to stage i + mean failure time at it)
+    chosen: list  # the interfaces placed, when this chain placed them
+    unfinished: np.ndarray  # points given up after max_stages
+
+
+def _chain(rounds, todo, configs, current, lam_a, lam_b, dt, settings, batch, lambdas, tick, first_stage=0,
+           max_stages=MAX_STAGES, give_up=False) -> _Chain:
+    """Stages from the states ``configs`` at ``current`` to ``lam_b``, interfaces placed (``lambdas`` None) or given.
+
+    ``configs`` is replaced by the states at ``lam_b`` (per point and replica). A point still
+    short of ``lam_b`` after ``max_stages`` is an error, or with ``give_up`` is left unfinished.
     """
     R = settings.replicas
-    flux, configs = _flux(rounds, todo, lam_a, lam_0, lam_b, dt, settings, batch, tick)
-    product = np.ones((len(todo), R))
-    current = lam_0[todo].copy()
+    product, failed, reached = np.ones((len(todo), R)), np.zeros((len(todo), R)), np.zeros((len(todo), R))
     chosen = [[] for _ in todo] if lambdas is None else None
     active = np.ones(len(todo), dtype=bool)
-    for stage in range(MAX_STAGES):
+    for stage in range(max_stages):
         if not active.any():
             break
         live = np.flatnonzero(active)
         if lambdas is None:
-            nxt = _place(rounds, todo, live, configs, current, lam_a, lam_b, settings, stage, batch)
+            nxt = _place(rounds, todo, live, configs, current, lam_a, lam_b, settings, first_stage + stage, batch)
             tick()
         else:
             nxt = np.array([lambdas[todo[i]][stage] for i in live])
-        successes = _stage(rounds, todo, live, configs, nxt, lam_a, settings, stage, batch)
+        fractions, succeeded, fell = _stage(rounds, todo, live, configs, nxt, lam_a, settings, first_stage + stage,
+                                            batch)
         tick()
         for j, i in enumerate(live):
-            for r in range(R):
-                product[i, r] *= successes[j][r]
+            step = dt[todo[i]]
+            failed[i] += product[i] * (1.0 - fractions[j]) * (reached[i] + step * fell[j])
+            reached[i] += step * succeeded[j]
+            product[i] *= fractions[j]
             current[i] = nxt[j]
             if chosen is not None:
                 chosen[i].append(nxt[j])
             if nxt[j] >= lam_b[todo[i]]:
                 active[i] = False
     else:
-        raise RuntimeError(f"forward flux sampling did not reach lam_b within {MAX_STAGES} interfaces")
-    return flux * product, chosen
+        if active.any() and not give_up:
+            raise RuntimeError(f"forward flux sampling did not reach lam_b within {max_stages} interfaces")
+        product[active] = 0.0
+    return _Chain(product, failed, chosen, active)
 
 
 def _flux(rounds, todo, lam_a, lam_0, lam_b, dt, settings, batch, tick):
@@ -327,7 +433,8 @@ def _place(rounds, todo, live, configs, current, lam_a, lam_b, settings, stage, 
 def _stage(rounds, todo, live, configs, nxt, lam_a, settings, stage, batch):
     """Trials from each replica's states at the current interface to ``nxt``; keeps the successes.
 
-    Returns, per live point, the replicas' success fractions; ``configs`` is replaced by
+    Returns, per live point, the replicas' success fractions and the mean steps of their
+    successful and their failed trials (0 where there were none); ``configs`` is replaced by
     the states at ``nxt`` (in trial order).
     """
     R = settings.replicas
@@ -350,11 +457,14 @@ def _stage(rounds, todo, live, configs, nxt, lam_a, settings, stage, batch):
                                  trial_id(STAGE, stage, batch, np.concatenate(ids) if ids else np.zeros(0)))
     if np.any(status == CENSORED):
         raise RuntimeError("a trial between interfaces ran out of steps")
-    fractions = [np.zeros(R) for _ in live]
+    fractions, succeeded, fell = ([np.zeros(R) for _ in live] for _ in range(3))
     offset = 0
     for (j, r, n) in owners:
         ok = status[offset:offset + n] == REACHED
+        taken = steps[offset:offset + n]
         fractions[j][r] = ok.mean()
+        succeeded[j][r] = taken[ok].mean() if ok.any() else 0.0
+        fell[j][r] = taken[~ok].mean() if not ok.all() else 0.0
         configs[live[j]][r] = ends[offset:offset + n][ok, :-1]
         offset += n
-    return fractions
+    return fractions, succeeded, fell

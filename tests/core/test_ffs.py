@@ -30,13 +30,15 @@ def test_direct_rate_handles_censoring():
     # half the trials censored: 1 / mean(t) would be far off, the MLE is not
     n = 4000
     rounds = ExponentialRounds(2, max_steps=round(math.log(2) / ExponentialRounds.RATE))
-    rate, stderr, censored = ffs.direct_rates(rounds, np.zeros(2), np.array([1.0, 0.5]), n)
+    rate, stderr, censored, passages = ffs.direct_rates(rounds, np.zeros(2), np.array([1.0, 0.5]), n)
     assert np.all(np.abs(censored / n - 0.5) < 4 * math.sqrt(0.25 / n))
     expected = ExponentialRounds.RATE / np.array([1.0, 0.5])
     assert np.all(np.abs(rate - expected) <= 4 * stderr)
     # the delta-method error is that of the exponential MLE, rate / sqrt(passages)
     np.testing.assert_allclose(stderr, rate / np.sqrt(n - censored), rtol=0.1)
     assert rounds.steps.sum() > 0
+    # the end states of the trials that passed, per point, for a further round
+    assert [len(p) for p in passages] == list(n - censored)
 
 
 def test_trial_ids_name_the_round_and_never_collide():

@@ -374,12 +374,16 @@ def quantile(u, curve: RateCurve, gamma_dot, *, gamma_start=0.0, gamma_end=1.0) 
 # --------------------------------------------------------------------------- adiabaticity
 
 
-def adiabaticity(curve: RateCurve, gamma_dot, relaxation, *, gamma_start=0.0, gamma_end=1.0) -> np.ndarray:
+def adiabaticity(curve: RateCurve, gamma_dot, relaxation, *, gamma_start=0.0, gamma_end=1.0,
+                 escape: RateCurve = None) -> np.ndarray:
     """``epsilon``: the largest escape rate over relaxation rate where switching happens.
 
     The maximum of ``Gamma(gamma) / relaxation(gamma)`` over the biases where
-    ``1e-3 < P < 1 - 1e-3`` (201 quantiles), for each sweep rate. Fulton-Dunkleberger
-    assumes a quasi-stationary (thermal) well: ``epsilon << 1``.
+    ``1e-3 < P < 1 - 1e-3`` (201 quantiles of the distribution of ``curve``), for each sweep
+    rate. Fulton-Dunkleberger assumes a quasi-stationary (thermal) well: ``epsilon << 1``.
+    Where ``curve`` holds the rates of switching into the running state, the escapes that are
+    retrapped must leave a thermal well behind too: ``Gamma`` is then the escape rate
+    (``escape``), not the switching rate.
 
     Parameters
     ----------
@@ -391,6 +395,8 @@ def adiabaticity(curve: RateCurve, gamma_dot, relaxation, *, gamma_start=0.0, ga
         ``relaxation(gamma) -> rate`` of the well (see :func:`relaxation_rate`).
     gamma_start, gamma_end : float
         Where the ramp starts and stops.
+    escape : RateCurve, optional
+        The escape rates compared with the relaxation rate (default: ``curve``'s).
 
     Returns
     -------
@@ -398,19 +404,20 @@ def adiabaticity(curve: RateCurve, gamma_dot, relaxation, *, gamma_start=0.0, ga
         ``epsilon`` per ramp rate.
     """
     u = np.linspace(ADIABATIC_WINDOW, 1.0 - ADIABATIC_WINDOW, 201)
-    log_rate = np.log(curve.rate)
+    escape = curve if escape is None else escape
+    g, log_rate = escape.gamma, np.log(escape.rate)
     out = []
     for rate in np.atleast_1d(gamma_dot):
         x = quantile(u, curve, rate, gamma_start=gamma_start, gamma_end=gamma_end)
         x = x[np.isfinite(x)]
         if x.size == 0:  # the ramp ends before switching: the window is the bias at gamma_end
             x = np.array([gamma_end])
-        slope_lo = (log_rate[1] - log_rate[0]) / (curve.gamma[1] - curve.gamma[0]) if curve.gamma.size > 1 else 0.0
-        slope_hi = (log_rate[-1] - log_rate[-2]) / (curve.gamma[-1] - curve.gamma[-2]) if curve.gamma.size > 1 else 0.0
-        inside = np.interp(x, curve.gamma, log_rate)
-        below = log_rate[0] + slope_lo * (x - curve.gamma[0])
-        above = log_rate[-1] + slope_hi * (x - curve.gamma[-1])
-        value = np.where(x < curve.gamma[0], below, np.where(x > curve.gamma[-1], above, inside))
+        slope_lo = (log_rate[1] - log_rate[0]) / (g[1] - g[0]) if g.size > 1 else 0.0
+        slope_hi = (log_rate[-1] - log_rate[-2]) / (g[-1] - g[-2]) if g.size > 1 else 0.0
+        inside = np.interp(x, g, log_rate)
+        below = log_rate[0] + slope_lo * (x - g[0])
+        above = log_rate[-1] + slope_hi * (x - g[-1])
+        value = np.where(x < g[0], below, np.where(x > g[-1], above, inside))
         out.append(float(np.max(np.exp(value) / relaxation(x))))
     return np.array(out)
 
@@ -450,8 +457,25 @@ def check_adiabatic(epsilon, values, name: str, source: str, stacklevel: int = 1
 # --------------------------------------------------------------------------- adaptive grid
 
 
-def _window(curve, gamma_dot, gamma_start, top, tail):
-    """Lowest bias with ``P >= tail`` and highest with ``P <= 1 - tail`` over all ramp rates."""
+def window(curve: RateCurve, gamma_dot, gamma_start, top, tail) -> tuple:
+    """Lowest bias with ``P >= tail`` and highest with ``P <= 1 - tail`` over all ramp rates.
+
+    Parameters
+    ----------
+    curve : RateCurve
+        The rate points.
+    gamma_dot : array_like
+        Ramp rates, 1-D.
+    gamma_start, top : float
+        Where the ramp starts, and the highest bias considered.
+    tail : float
+        Probability left out at each end.
+
+    Returns
+    -------
+    tuple of float
+        ``(low, high)``; ``top`` where a ramp rate's quantile lies beyond it.
+    """
     lo = [quantile(tail, curve, r, gamma_start=gamma_start, gamma_end=top) for r in gamma_dot]
     hi = [quantile(1.0 - tail, curve, r, gamma_start=gamma_start, gamma_end=top) for r in gamma_dot]
     lo = min(float(v) if np.isfinite(v) else top for v in lo)
@@ -466,9 +490,11 @@ def _ladder(b_high, b_low, spacing, limit):
 
 
 def _measure(rates, gamma, passes):
+    """The rate points at ``gamma``; a rate of 0 (below what its measurement resolves) is left out."""
     gamma = np.asarray(gamma, dtype=float)
     rate, stderr, steps = (np.asarray(v) for v in rates(gamma))
-    return make_curve(gamma, rate, stderr, steps, passes)
+    kept = rate != 0
+    return make_curve(gamma[kept], rate[kept], stderr[kept], steps[kept], passes)
 
 
 def theory_curve(theory_rate, *, gamma_start, gamma_end, V0, theta) -> RateCurve:
@@ -505,13 +531,14 @@ def theory_curve(theory_rate, *, gamma_start, gamma_end, V0, theta) -> RateCurve
     return make_curve(grid, np.maximum(np.asarray(theory_rate(grid), dtype=float), 1e-300))
 
 
-def adaptive_curve(rates, *, gamma_dot, gamma_start, gamma_end, V0, theta, theory: RateCurve, max_points=MAX_POINTS,
-                   max_passes=MAX_PASSES, tail=TAIL) -> RateCurve:
+def adaptive_curve(rates, *, gamma_dot, gamma_start, gamma_end, V0, theta, theory: RateCurve, span=None,
+                   max_points=MAX_POINTS, max_passes=MAX_PASSES, tail=TAIL) -> RateCurve:
     """Measure ``Gamma(gamma)`` on a grid that covers the switching window of every ramp rate.
 
     1. Theory (the ``theory`` curve of :func:`theory_curve`, no simulation) locates, for
-       all ramp rates together, the biases where ``P = tail`` and ``P = 1 - tail``;
-       `MARGIN` (3 theta of barrier, a factor ~20 in the rate) is added on both sides.
+       all ramp rates together, the biases where ``P = tail`` and ``P = 1 - tail`` (or
+       ``span`` gives them); `MARGIN` (3 theta of barrier, a factor ~20 in the rate) is
+       added on both sides.
     2. Pass 1 measures the rates on a coarse grid ``2 theta`` apart in barrier height.
     3. Passes 2, 3: where the measured CDF of some ramp rate exceeds ``tail`` at the
        grid's low end (unless it is ``gamma_start``) or stays below ``1 - tail`` at its
@@ -527,7 +554,8 @@ def adaptive_curve(rates, *, gamma_dot, gamma_start, gamma_end, V0, theta, theor
     Each pass is ONE call of ``rates`` with all its new points. The number of calls is
     at most ``max_passes`` (4) and of rate points at most ``max_points`` (64): when the
     window needs more, the spacings grow to fit (a RuntimeWarning says when the window
-    could not be covered).
+    could not be covered). A point whose measured rate is 0 (below what its measurement
+    resolves, such as a run probability below 1e-21) is left out of the curve.
 
     Parameters
     ----------
@@ -542,6 +570,9 @@ def adaptive_curve(rates, *, gamma_dot, gamma_start, gamma_end, V0, theta, theor
         Barrier scale and temperature (the grid is uniform in ``Delta U / theta``).
     theory : RateCurve
         A rate formula on a fine grid (:func:`theory_curve`): where to look first.
+    span : tuple of float, optional
+        ``(low, high)`` biases of the window to look in first, in place of the one
+        ``theory`` gives (for rates no formula describes).
     max_points : int
         Most rate points.
     max_passes : int
@@ -562,7 +593,7 @@ def adaptive_curve(rates, *, gamma_dot, gamma_start, gamma_end, V0, theta, theor
         return float(reduced_barrier(g, V0=V0, theta=theta))
 
     b_start, b_top = barrier(gamma_start), barrier(top)
-    lo, hi = _window(theory, gamma_dot, gamma_start, top, tail)
+    lo, hi = window(theory, gamma_dot, gamma_start, top, tail) if span is None else span
     b_high, b_low = min(b_start, barrier(lo) + MARGIN), max(b_top, barrier(hi) - MARGIN)
     grid = gamma_at_barrier(_ladder(b_high, b_low, COARSE_SPACING, max_points // 2), V0=V0, theta=theta)
     curve = _measure(rates, np.unique(np.clip(grid, gamma_start, top)), 1)

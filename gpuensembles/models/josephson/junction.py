@@ -21,6 +21,7 @@ except where one method is built on another (``switching_from_rates`` on ``rates
 """
 
 import math
+import warnings
 from typing import Literal, get_args
 
 import numpy as np
@@ -35,7 +36,13 @@ Passage = Literal["barrier_top", "next_well"]
 Integrator = Literal["euler", "baoab"]
 Start = Literal["rest", "thermal"]
 Method = Literal["direct", "rates"]
+Criterion = Literal["escape", "voltage"]
 MODELS, DTYPES, STARTS, METHODS = get_args(Model), get_args(Dtype), get_args(Start), get_args(Method)
+CRITERIA = get_args(Criterion)
+#: Default ``running_wells``: the wells a running phase advances before it counts as a voltage.
+RUNNING_WELLS = 100
+#: Largest ``running_wells`` accepted.
+MAX_RUNNING_WELLS = 10**7
 PASSAGES, INTEGRATORS = washboard.PASSAGES, washboard.INTEGRATORS
 assert PASSAGES == get_args(Passage) and INTEGRATORS == get_args(Integrator)
 
@@ -243,3 +250,72 @@ def resolve_units(physical, h, V0, damping, D, dgamma, check=None):
         check(physical)
     units = normalize(**physical, h=h)
     return units["V0"], units["damping"], units["D"], units["dgamma"], units
+
+
+def running_wells(criterion, running_wells, model) -> int | None:
+    """The running-state window of a run: ``None`` for ``criterion="escape"``, else the number of wells.
+
+    Raises
+    ------
+    ValueError
+        For an unknown criterion, ``running_wells`` given with ``criterion="escape"``, a
+        window outside ``[1, MAX_RUNNING_WELLS]``, or ``criterion="voltage"`` with the
+        overdamped model (which has no running state to switch to).
+    """
+    engine.check_choice("criterion", criterion, CRITERIA)
+    if criterion == "escape":
+        if running_wells is not None:
+            raise ValueError("running_wells applies to criterion='voltage' only; leave it out with "
+                             "criterion='escape', which counts the first escape")
+        return None
+    if model == "overdamped":
+        raise ValueError("criterion='voltage' needs model='underdamped': an overdamped junction has no running "
+                         "state to switch to (no inertia; its retrapping current is I_c)")
+    if running_wells is None:
+        return RUNNING_WELLS
+    return engine.check_count("running_wells", running_wells, maximum=MAX_RUNNING_WELLS)
+
+
+#: What each criterion counts, for the attributes.
+CRITERION_TEXT = {
+    "escape": "first escape over the barrier (see passage)",
+    "voltage": ("the running state: {wells} wells advanced (net barrier tops crossed) without relaxing into a well "
+                "(energy above the well's bottom <= min(theta, 0.3 Delta U)); dated to the first crossing after the "
+                "last relaxation"),
+}
+
+
+def criterion_attrs(wells) -> dict:
+    """Attributes naming the switching criterion (``wells`` None: escape)."""
+    if wells is None:
+        return {"criterion": "escape", "criterion_definition": CRITERION_TEXT["escape"]}
+    return {"criterion": "voltage", "running_wells": np.int64(wells),
+            "criterion_definition": CRITERION_TEXT["voltage"].format(wells=wells)}
+
+
+def warn_if_retrapped(below, retrapping, Q, source: str, stacklevel: int = 2):
+    """Warn when most of an escape-criterion switching distribution lies below the retrapping current.
+
+    Parameters
+    ----------
+    below : DataArray
+        Probability of switching below the retrapping current, per parameter point.
+    retrapping, Q : DataArray
+        Noise-free retrapping current ``I_r / I_c`` and quality factor, per point.
+    source : str
+        Where ``below`` comes from (named in the message).
+    stacklevel : int
+        The frame the warning points at.
+    """
+    below, retrapping, Q = xr.broadcast(xr.DataArray(below), xr.DataArray(retrapping), xr.DataArray(Q))
+    worst = int(np.nanargmax(below.values)) if np.any(np.isfinite(below.values)) else None
+    if worst is None or below.values.flat[worst] <= 0.5:
+        return
+    where = "".join(f", {d} = {float(below[d].values.flat[np.unravel_index(worst, below.shape)[i]]):.4g}"
+                    for i, d in enumerate(below.dims) if d in below.coords)
+    warnings.warn(
+        f"criterion='escape': {below.values.flat[worst]:.0%} of the switching ({source}{where}) lies below the "
+        f"retrapping current I_r / I_c = {retrapping.values.flat[worst]:.4g} of this junction (Q = "
+        f"{Q.values.flat[worst]:.3g}), where the noise-free dynamics catch an escaped phase again and no voltage "
+        f"appears; criterion='voltage' counts switching where the junction runs, as a voltage detector does",
+        RuntimeWarning, stacklevel=stacklevel + 1)

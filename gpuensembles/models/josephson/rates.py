@@ -29,7 +29,8 @@ from ...core.progress import bar, shown, starting
 from ...core.templates.rounds import trial_runner
 from . import junction, theory
 from . import physics as washboard
-from .junction import PARAMETERS, PHYSICAL, Dtype, Integrator, Model
+from . import running_physics as running
+from .junction import PARAMETERS, PHYSICAL, Criterion, Dtype, Integrator, Model
 
 Method = Literal["auto", "direct", "ffs"]
 METHODS = get_args(Method)
@@ -47,7 +48,14 @@ P_TARGET = 0.3
 #: Direct runs censor a trial after this many times the theoretical mean escape time.
 DIRECT_BUDGET = 30.0
 
-_VARIABLES = ("rate", "rate_stderr", "steps", "interfaces", "replicas")
+_VARIABLES = ("rate", "rate_stderr", "steps", "interfaces", "replicas", "run_probability",
+              "run_probability_stderr", "failed_run_time", "run_interfaces")
+#: Stage number of the first stage of a run-probability chain in the trial ids (forward flux
+#: sampling's stages stay below ``ffs.MAX_STAGES``), and most stages of such a chain: a point
+#: whose probability lies below about ``P_TARGET ** RUN_MAX_STAGES`` (1e-21) is left unresolved.
+RUN_FIRST_STAGE, RUN_MAX_STAGES = 512, 40
+#: Replicas of a run-probability chain (pools of escaped states).
+RUN_REPLICAS = 16
 
 
 def escape_rates(
@@ -62,6 +70,8 @@ def escape_rates(
     integrator: Integrator = "euler",
     method: Method = "auto",
     rel_error=0.03,
+    criterion: Criterion = "escape",
+    running_wells=None,
     seed=None,
     dtype: Dtype = "float32",
     chunks=None,
@@ -104,7 +114,19 @@ def escape_rates(
     rel_error : float, in [0.003, 0.5]
         Target relative standard error. Direct runs ``ceil(1.2 / rel_error**2)``
         realizations; FFS adds batches of 16 replicas (up to 4) until the replicas'
-        spread meets it. ``rate_stderr`` is what was achieved.
+        spread meets it. ``rate_stderr`` is what was achieved. With ``criterion="voltage"``
+        the run probability is measured to it too.
+    criterion : {"escape", "voltage"}
+        ``"voltage"`` (underdamped model only) also measures the probability that an escape
+        ends in the running state (``running_wells`` wells advanced before the particle
+        relaxes into a well, :mod:`.running_physics`), by splitting from the escaped
+        trajectories' states at the next well (the first arrivals there of the rate
+        measurement), and the rate of switching into the running state at constant bias,
+        ``switching_rate = Gamma P / (1 + Gamma (1 - P) t_fail)`` with ``t_fail`` the mean
+        duration of an escape that is retrapped (docs page "Phase diffusion and retrapping").
+    running_wells : int, optional
+        ``criterion="voltage"`` only: the wells a running phase advances before it counts as
+        a voltage (default 100; :func:`gpuensembles.switching_currents`).
     seed : int in [0, 2**32), optional
         Random seed (drawn from the OS when omitted; always recorded).
     dtype : {"float32", "float64"}
@@ -123,7 +145,10 @@ def escape_rates(
         Over the swept parameters: ``rate`` and ``rate_stderr`` (inverse time units),
         ``steps`` (integration steps spent), ``barrier`` (``Delta U / theta``), ``method``,
         ``interfaces`` (FFS stages; 0 for direct) and ``replicas`` (FFS replicas, or
-        direct realizations).
+        direct realizations). With ``criterion="voltage"`` also ``run_probability`` and
+        ``run_probability_stderr``, ``failed_run_time`` (mean duration of a retrapped escape),
+        ``run_interfaces`` (stages of the splitting), ``switching_rate`` and
+        ``switching_rate_stderr``.
 
     Examples
     --------
@@ -132,9 +157,10 @@ def escape_rates(
     ...                      h=0.01, seed=1)  # doctest: +SKIP
     """
     call = dict(gamma=gamma, h=h, damping=damping, D=D, V0=V0, physical=physical, model=model,
-                integrator=integrator, method=method, rel_error=rel_error, seed=seed, dtype=dtype, chunks=chunks,
-                backend=backend)
+                integrator=integrator, method=method, rel_error=rel_error, criterion=criterion,
+                running_wells=running_wells, seed=seed, dtype=dtype, chunks=chunks, backend=backend)
     engine.check_choice("method", method, METHODS)
+    wells = junction.running_wells(criterion, running_wells, model)
     rel_error = engine.check_real("rel_error", rel_error)
     if not 0.003 <= rel_error <= 0.5:
         raise ValueError(f"rel_error must be a number in [0.003, 0.5], got {rel_error!r}")
@@ -153,18 +179,19 @@ def escape_rates(
     table = plan.table()
     barrier = theory.barrier(table[:, 2], table[:, 0]) / (table[:, 3] / table[:, 1])
     methods = _choose(method, barrier, table[:, 2], plan)
-    settings = dict(model=model, rel_error=rel_error, methods=methods)
+    settings = dict(model=model, rel_error=rel_error, methods=methods, wells=wells, dtype=dtype,
+                    integrator=integrator)
     grid = plan.shape[:-1]
     if chunks is None and engine._active_client() is None:
         raw = _run_points(plan, np.arange(table.shape[0]), settings, shown(progress)).reshape(grid + (len(_VARIABLES),))
     else:
         raw = _lazy(plan, grid, chunks, settings)
-    return _dataset(plan, raw, barrier.reshape(grid), methods.reshape(grid), units,
-                    junction.attributes(plan, raw, "escape_rates", model, dtype, "next_well", integrator, call,
-                           initial_condition="thermal (Boltzmann) state of the well",
-                           rate_definition="inverse mean first-passage time from the thermal state of the well "
-                                           "to the bottom of the next well, arcsin(gamma) + 2 pi",
-                           rel_error=rel_error, method_requested=method))
+    attrs = junction.attributes(plan, raw, "escape_rates", model, dtype, "next_well", integrator, call,
+                                initial_condition="thermal (Boltzmann) state of the well",
+                                rate_definition="inverse mean first-passage time from the thermal state of the well "
+                                                "to the bottom of the next well, arcsin(gamma) + 2 pi",
+                                rel_error=rel_error, method_requested=method, **junction.criterion_attrs(wells))
+    return _dataset(plan, raw, barrier.reshape(grid), methods.reshape(grid), units, wells, attrs)
 
 
 def _physical(physical, damping, D, V0) -> dict:
@@ -221,16 +248,76 @@ def _run_points(plan, points, settings, show=False) -> np.ndarray:
                                 max_steps=_max_steps(settings, table[mine]) if name == "direct" else engine.MAX_STEPS)
             if name == "direct":
                 n = math.ceil(1.2 / settings["rel_error"] ** 2)
-                rate, stderr, _ = ffs.direct_rates(rounds, lam_b[mine], h[mine], n)
+                rate, stderr, _, passages = ffs.direct_rates(rounds, lam_b[mine], h[mine], n)
                 out[mine, 0], out[mine, 1], out[mine, 4] = rate, stderr, n
+                escaped = [_replicas([p]) for p in passages]
             else:
                 result = ffs.forward_flux(rounds, lam_a[mine], lam_0[mine], lam_b[mine], h[mine],
                                           _flux_settings(settings["rel_error"], table[mine]),
                                           on_round=lambda: progress.update(1))
                 out[mine, 0], out[mine, 1] = result["rate"], result["rate_stderr"]
                 out[mine, 3], out[mine, 4] = result["interfaces"], result["replicas"]
+                escaped = [_replicas(ends) for ends in result["ends"]]
             out[mine, 2] = rounds.steps
+            if settings["wells"] is not None:
+                out[mine, 5:9], run_steps = _run_probabilities(plan, points[mine], table[mine], escaped, settings,
+                                                               lambda: progress.update(1))
+                out[mine, 2] += run_steps
     return out
+
+
+def _replicas(pools) -> list:
+    """Escaped states (rows ``phi, v`` at the next well's bottom) in `RUN_REPLICAS` pools of the run kernel.
+
+    Pools of forward flux sampling are merged into `RUN_REPLICAS` groups, replica ``r`` with
+    ``r + 16``, ``r + 32``, ...; the states of independent direct trials are dealt out in turn.
+    A start row of :func:`.running_physics.run_trial_kernel` is ``(phi - 2 pi, v, 1)``: one
+    barrier crossed, the phase back in the well's frame.
+    """
+    states = [np.asarray(pool, dtype=float).reshape(-1, 2) for pool in pools]
+    if len(states) == 1:  # independent states: deal them out
+        count = max(2, min(RUN_REPLICAS, len(states[0])))
+        states = [states[0][r::count] for r in range(count)]
+    count = min(RUN_REPLICAS, len(states))
+    groups = [np.concatenate(states[r::count]) for r in range(count)]
+    return [np.column_stack([g[:, 0] - 2.0 * math.pi, g[:, 1], np.ones(len(g))]) for g in groups]
+
+
+def _run_probabilities(plan, points, table, escaped, settings, tick) -> tuple:
+    """The run-probability columns of ``points`` (by :func:`.core.ffs.splitting`) and the steps they took.
+
+    Every chain starts from the escaped states of its point and ends at ``running_wells``
+    wells advanced; its trials are numbered from stage `RUN_FIRST_STAGE` on, so they share no
+    random numbers with the rate measurement of the same point.
+    """
+    V0, damping, gamma, D, h = table.T
+    kernel = running.run_trial_kernel(settings["dtype"], settings["integrator"])
+    run = trial_runner(kernel, _backend.resolve(plan.backend))
+    steps = np.zeros(len(points), dtype=np.int64)
+    alive = np.array([all(len(pool) for pool in pools) for pools in escaped])  # points with no escape keep P = 0
+    start = 2.0 - (np.pi - 2.0 * np.arcsin(gamma)) / (2.0 * np.pi)  # the next well's bottom
+    out = np.zeros((len(points), 4))
+    if alive.any():
+        mine = np.flatnonzero(alive)
+        sub = ffs.Rounds(run, table[mine], points[mine].astype(np.uint32), plan.seed, width=4,
+                         max_steps=engine.MAX_STEPS)
+        result = ffs.splitting(sub, [escaped[i] for i in mine], start[mine],
+                               np.full(mine.size, float(settings["wells"])), h[mine],
+                               _run_settings(settings["rel_error"], mine.size), first_stage=RUN_FIRST_STAGE,
+                               max_stages=RUN_MAX_STAGES, on_round=tick)
+        out[mine] = np.column_stack([result["probability"], result["probability_stderr"], result["failed_time"],
+                                     np.where(result["resolved"], result["interfaces"], -1)])  # -1: unresolved
+        steps[mine] = sub.steps
+    return out, steps
+
+
+def _run_settings(rel_error, n_points) -> ffs.FluxSettings:
+    """Trials of a run-probability chain: as `_flux_settings` for three stages; more batches if it takes more."""
+    total = 2.0 * 3 * (1 - P_TARGET) / P_TARGET / rel_error**2
+    trials = np.full(n_points, max(64, math.ceil(total / RUN_REPLICAS)), dtype=np.int64)
+    pilots = int(np.clip(math.ceil(10.0 / rel_error**2), 256, 1024))
+    return ffs.FluxSettings(replicas=RUN_REPLICAS, trials=trials, pilots=pilots, rel_error=rel_error,
+                            p_target=P_TARGET)
 
 
 def _interfaces(model, V0, gamma, theta) -> tuple:
@@ -248,7 +335,8 @@ def _interfaces(model, V0, gamma, theta) -> tuple:
         curvature = V0 * np.cos(a)
         return a, a + np.minimum(1.5 * np.sqrt(theta / curvature), 0.5 * (top - a)), next_well
     du = theory.barrier(gamma, V0)
-    return np.minimum(theta, 0.3 * du), np.minimum(2.5 * theta, 0.6 * du), du + du / np.pi * (next_well - top)
+    basin = np.minimum(theta, running.BASIN_BARRIER_FRACTION * du)  # what relaxed means for the running state too
+    return basin, np.minimum(2.5 * theta, 0.6 * du), du + du / np.pi * (next_well - top)
 
 
 def _flux_settings(rel_error, table) -> ffs.FluxSettings:
@@ -302,7 +390,7 @@ def _block(index, plan, settings):
     return _run_points(plan, index.ravel(), settings).reshape(index.shape + (len(_VARIABLES),))
 
 
-def _dataset(plan, raw, barrier, methods, units, attrs) -> xr.Dataset:
+def _dataset(plan, raw, barrier, methods, units, wells, attrs) -> xr.Dataset:
     coords = {k: v for k, v in engine.coordinates(plan, PARAMETERS).items() if k != "realization"}
     dims = plan.sweep_dims
 
@@ -320,7 +408,39 @@ def _dataset(plan, raw, barrier, methods, units, attrs) -> xr.Dataset:
         "method": xr.DataArray(methods.astype(str), dims=dims, coords=coords,
                                attrs={"long_name": "method that measured the rate"}),
     }
+    if wells is not None:
+        data.update(_voltage_variables(var, wells))
     if units is not None:
         data["rate_per_second"] = (data["rate"] / units["time_unit"]).assign_attrs(
             long_name="escape rate", units="s-1")
+        if wells is not None:
+            data["switching_rate_per_second"] = (data["switching_rate"] / units["time_unit"]).assign_attrs(
+                long_name="rate of switching into the running state", units="s-1")
     return xr.Dataset(data, attrs=attrs)
+
+
+def _voltage_variables(var, wells) -> dict:
+    """``run_probability`` .. ``switching_rate_stderr`` of a ``criterion="voltage"`` run (columns 5-8 of raw)."""
+    rate, rate_stderr = var(0), var(1)
+    p, p_stderr, t_fail = var(5), var(6), var(7)
+    excursion = rate * (1.0 - p) * t_fail.fillna(0.0)  # Gamma (1 - P) t_fail: time lost to retrapped escapes
+    switching = rate * p / (1.0 + excursion)
+    # delta method, t_fail held fixed: d ln S = d ln Gamma / (1 + x) + d ln P (1 + Gamma P t_fail / (1 + x))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        relative = np.sqrt((rate_stderr / rate / (1.0 + excursion)) ** 2
+                           + (p_stderr / p * (1.0 + rate * p * t_fail.fillna(0.0) / (1.0 + excursion))) ** 2)
+    text = f"{wells} wells advanced before the phase relaxes into a well"
+    return {
+        "run_probability": p.assign_attrs(long_name=f"probability that an escape ends in the running state ({text})",
+                                          units="1"),
+        "run_probability_stderr": p_stderr.assign_attrs(long_name="standard error of run_probability", units="1"),
+        "failed_run_time": t_fail.assign_attrs(long_name="mean duration of an escape that is retrapped, from the "
+                                                         "next well's bottom", units="1"),
+        "run_interfaces": var(8).astype(np.int64).assign_attrs(
+            long_name="splitting stages of run_probability (-1: below 1e-21, not resolved)", units="1"),
+        "switching_rate": switching.assign_attrs(
+            long_name="rate of switching into the running state, rate * P / (1 + rate (1 - P) failed_run_time)",
+            units="1"),
+        "switching_rate_stderr": (switching * relative).assign_attrs(
+            long_name="standard error of switching_rate (rate and run_probability independent)", units="1"),
+    }

@@ -8,9 +8,11 @@ import xarray as xr
 
 from ...core import engine
 from ...core.backend import Backend, Progress
+from . import fulton_dunkleberger as fd
 from . import junction, switching_from_rates, theory
 from . import physics as washboard
-from .junction import Dtype, Integrator, Method, Model, Passage, Start
+from . import running_physics as running
+from .junction import Criterion, Dtype, Integrator, Method, Model, Passage, Start
 
 
 def switching_currents(
@@ -29,6 +31,8 @@ def switching_currents(
     passage: Passage = "barrier_top",
     integrator: Integrator = "euler",
     method: Method = "direct",
+    criterion: Criterion = "escape",
+    running_wells=None,
     rel_error=0.03,
     seed=None,
     dtype: Dtype = "float32",
@@ -121,15 +125,21 @@ def switching_currents(
         (int64), and ``switching_current_A`` with ``physical=``.
     """
     engine.check_choice("method", method, junction.METHODS)
+    wells = junction.running_wells(criterion, running_wells, model)
     if method == "rates":
         return switching_from_rates.run(
             h=h, realizations=realizations, damping=damping, D=D, dgamma=dgamma, V0=V0, physical=physical,
             gamma_start=gamma_start, gamma_end=gamma_end, model=model, integrator=integrator, rel_error=rel_error,
-            seed=seed, dtype=dtype, chunks=chunks, store=store, backend=backend, progress=progress)
+            criterion=criterion, running_wells=running_wells, seed=seed, dtype=dtype, chunks=chunks, store=store,
+            backend=backend, progress=progress)
     call = dict(h=h, realizations=realizations, damping=damping, D=D, dgamma=dgamma, V0=V0, physical=physical,
                 gamma_start=gamma_start, gamma_end=gamma_end, start=start, model=model, passage=passage,
-                integrator=integrator, seed=seed, dtype=dtype, chunks=chunks, store=store, backend=backend)
+                integrator=integrator, criterion=criterion, running_wells=running_wells, seed=seed, dtype=dtype,
+                chunks=chunks, store=store, backend=backend)
     engine.check_choice("start", start, junction.STARTS)
+    if wells is not None and passage != "barrier_top":
+        raise ValueError(f"passage={passage!r} applies to criterion='escape'; criterion='voltage' dates a switch to "
+                         "the barrier crossing that started the run (leave passage at 'barrier_top')")
     V0, damping, D, dgamma, units = junction.resolve_units(physical, h, V0, damping, D, dgamma)
     params = junction.validated(model, dtype, passage, integrator, V0=V0, damping=damping, D=D, h=h, dgamma=dgamma)
     engine.check_range("dgamma", params["dgamma"], 0, low_open=True, hint=" (the ramp must increase the bias)")
@@ -147,12 +157,18 @@ def switching_currents(
     if float(limit.max()) >= 2**53:
         raise ValueError(f"the ramp needs {float(limit.max()):.3g} steps, more than 2**53; increase dgamma")
     params.update(warm=engine.as_parameter("warm", float(start == "thermal")), limit=limit.rename("limit"))
+    if wells is None:
+        names = washboard.SWITCHING_PARAMETERS
+        kernel = washboard.switching_kernel, (model, dtype, passage, integrator)
+    else:
+        params["wells"] = engine.as_parameter("wells", float(wells))
+        names, kernel = running.VOLTAGE_PARAMETERS, (running.voltage_switching_kernel, (dtype, integrator))
     plan = engine.make_plan(
-        {k: params[k] for k in washboard.SWITCHING_PARAMETERS},
+        {k: params[k] for k in names},
         realizations=realizations,
         seed=seed,
         max_steps=max(1, int(limit.max())),
-        kernel=engine.KernelSpec(washboard.switching_kernel, (model, dtype, passage, integrator)),
+        kernel=engine.KernelSpec(*kernel),
         backend=backend,
         store=store,
     )
@@ -160,14 +176,17 @@ def switching_currents(
                          bytes_per_value=25 if physical is None else 33)
     signed = engine.label(plan, raw, junction.PARAMETERS)
     steps, switched = abs(signed), signed > 0
-    p = dict(zip(washboard.SWITCHING_PARAMETERS, plan.params))
+    p = dict(zip(names, plan.params))
     current = xr.where(switched, p["gamma_start"] + steps * p["dgamma"], np.nan).transpose(*plan.dims)
     data = {
         "switching_current": current.assign_attrs(long_name="switching current I_sw / I_c", units="1",
                                                   comment="gamma_start + steps * dgamma; NaN where switched is False"),
         "switched": switched.assign_attrs(long_name=f"switched before the bias reached gamma_end = {gamma_end}"),
-        "steps": steps.assign_attrs(long_name="integration steps taken", units="1"),
+        "steps": steps.assign_attrs(long_name="integration steps taken" if wells is None else
+                                    "ramp steps to the barrier crossing that started the run", units="1"),
     }
+    if wells is None and model == "underdamped":
+        _warn_if_retrapped(current, switched, params, gamma_end)
     extra = {}
     if physical is not None:
         data["switching_current_A"] = (current * units["Ic"]).transpose(*plan.dims).assign_attrs(
@@ -176,12 +195,37 @@ def switching_currents(
         extra.update({f"{k}_normalized": float(units[k]) for k in ("theta", "time_unit") if units[k].ndim == 0})
     return xr.Dataset(data, attrs=junction.attributes(
         plan, raw, "switching_currents", model, dtype, passage, integrator, call,
-        gamma_end=float(gamma_end), start=start,
+        gamma_end=float(gamma_end), start=start, **junction.criterion_attrs(wells),
         ramp="gamma_k = gamma_start + k * dgamma (float64 from an int64 step count)",
         initial_condition=("thermal (Boltzmann) state of the well at gamma_start" if start == "thermal"
                            else "phi = arcsin(gamma_start), dphi/dt = 0 (well bottom, at rest)"),
         **extra,
     ))
+
+
+def _warn_if_retrapped(current, switched, params, gamma_end):
+    """Warn when most switching of an escape-criterion run lies below the retrapping current.
+
+    From the samples when they are computed; for a lazy result from the Fulton-Dunkleberger
+    distribution of the Mel'nikov-Meshkov rate, before anything runs.
+    """
+    grid = xr.broadcast(*(params[k] for k in ("V0", "damping", "D", "h", "dgamma", "gamma_start")))
+    Q = theory.quality_factor(grid[0], grid[1])
+    retrapping = xr.apply_ufunc(theory.retrapping_current, Q)
+    if current.chunks is None:
+        below = ((current < retrapping) & switched).mean("realization")
+        source = "of the samples"
+    else:
+        def predicted(V0, damping, D, h, dgamma, gamma_start, gamma_r):
+            rate = theory.rate_formula("underdamped", V0, damping, D / damping)
+            end = max(min(gamma_r, gamma_end), gamma_start + 1e-9)
+            curve = fd.theory_curve(rate, gamma_start=gamma_start, gamma_end=end, V0=V0, theta=D / damping)
+            cdf, _ = fd.fd_cdf([end], curve, dgamma / h, gamma_start=gamma_start, gamma_end=end)
+            return float(cdf[0])
+
+        below = xr.apply_ufunc(np.vectorize(predicted), *grid, retrapping)
+        source = "predicted by the Mel'nikov-Meshkov rate"
+    junction.warn_if_retrapped(below, retrapping, Q, source, stacklevel=4)
 
 
 def _warm_start(model, params) -> xr.DataArray:

@@ -13,44 +13,54 @@ from . import fulton_dunkleberger as fd
 from . import junction, theory
 from .rates import escape_rates
 
+#: Variables of ``escape_rates`` kept over ``rate_gamma`` with ``criterion="voltage"``.
+_VOLTAGE_RATE_VARIABLES = ("run_probability", "run_probability_stderr", "failed_run_time", "switching_rate",
+                           "switching_rate_stderr")
 
-def _measured_rates(*, V0, damping, D, h, model, integrator, rel_error, seed, dtype, backend, progress):
-    """The rate callable of ``method="rates"``: a closure over ``escape_rates`` (1/MFPT to the next well).
 
-    Each call (one batch of biases) runs with its own seed, derived from ``seed`` and the
-    call's number, so the rate errors of different passes are independent. What the
-    simulations ran on is kept in the callable's ``info`` dict.
+def _measured_rates(*, V0, damping, D, h, model, integrator, rel_error, criterion, running_wells, seed, dtype,
+                    backend, progress):
+    """The rate callable of ``method="rates"``: a closure over ``escape_rates``.
+
+    It returns the escape rate (1/MFPT to the next well), or with ``criterion="voltage"`` the
+    rate of switching into the running state. Each call (one batch of biases) runs with its
+    own seed, derived from ``seed`` and the call's number, so the rate errors of different
+    passes are independent. What the simulations ran on, and every measured Dataset, are kept
+    in the callable's ``info`` dict.
     """
-    info = {"calls": 0}
+    info = {"calls": 0, "measured": []}
+    name = "rate" if criterion == "escape" else "switching_rate"
 
     def rates(gamma):
         """``(rate, rate_stderr, steps)`` at the biases ``gamma`` from simulations."""
         batch_seed = int(np.random.SeedSequence([seed, info["calls"]]).generate_state(1)[0])
         ds = escape_rates(gamma=np.asarray(gamma, dtype=float), h=h, damping=damping, D=D, V0=V0, model=model,
-                          integrator=integrator, rel_error=rel_error, seed=batch_seed, dtype=dtype, backend=backend,
-                          progress=progress)
+                          integrator=integrator, rel_error=rel_error, criterion=criterion, running_wells=running_wells,
+                          seed=batch_seed, dtype=dtype, backend=backend, progress=progress)
         info["calls"] += 1
+        info["measured"].append(ds)
         info.update(backend=ds.attrs.get("backend", backend), device=ds.attrs.get("device", "unknown"))
-        return (np.asarray(ds["rate"].values, dtype=float), np.asarray(ds["rate_stderr"].values, dtype=float),
+        return (np.asarray(ds[name].values, dtype=float), np.asarray(ds[f"{name}_stderr"].values, dtype=float),
                 np.asarray(ds["steps"].values, dtype=np.int64))
 
     rates.info = info
     return rates
 
 
-def _theory_rate(model, V0, damping, theta):
-    """The vectorized adiabatic rate formula: Mel'nikov-Meshkov (underdamped), Kramers (overdamped)."""
-    form = "melnikov" if model == "underdamped" else "kramers"
-    one = np.vectorize(lambda g: theory.escape_rate(g, V0=V0, damping=damping, theta=theta, form=form, model=model))
-    return lambda gamma: one(np.asarray(gamma, dtype=float)) if np.size(gamma) else np.empty(0)
+def run(*, h, realizations, damping, D, dgamma, V0, physical, gamma_start, gamma_end, model, integrator, rel_error,
+        criterion, running_wells, seed, dtype, chunks, store, backend, progress) -> xr.Dataset:
+    """``switching_currents(method="rates")``: validation, then :mod:`.fulton_dunkleberger`, then the Dataset.
 
-
-def run(*, h, realizations, damping, D, dgamma, V0, physical, gamma_start, gamma_end, model,
-                          integrator, rel_error, seed, dtype, chunks, store, backend, progress) -> xr.Dataset:
-    """``switching_currents(method="rates")``: validation, then :mod:`.fulton_dunkleberger`, then the Dataset."""
+    With ``criterion="voltage"`` the rate of the Fulton-Dunkleberger integral is the rate of
+    switching into the running state, ``Gamma P_run / (1 + Gamma (1 - P_run) t_fail)``
+    (:func:`.rates.escape_rates`): escapes that are retrapped return the junction to a
+    thermal well, from which it escapes again, so switching is a thinned renewal process.
+    """
     call = dict(h=h, realizations=realizations, damping=damping, D=D, dgamma=dgamma, V0=V0, physical=physical,
                 gamma_start=gamma_start, gamma_end=gamma_end, model=model, integrator=integrator, method="rates",
-                rel_error=rel_error, seed=seed, dtype=dtype, chunks=chunks, backend=backend)
+                rel_error=rel_error, criterion=criterion, running_wells=running_wells, seed=seed, dtype=dtype,
+                chunks=chunks, backend=backend)
+    wells = junction.running_wells(criterion, running_wells, model)
     one_curve = "one rate curve serves one junction"
     if store is not None:
         raise ValueError("store is not used with method='rates' (the rate simulations are few and short; "
@@ -84,7 +94,7 @@ def run(*, h, realizations, damping, D, dgamma, V0, physical, gamma_start, gamma
     gamma_dot = np.atleast_1d(dgammas.values / h)
     sweep_values = np.atleast_1d(dgammas.coords["sweep_rate"].values if "sweep_rate" in dgammas.coords
                                  else physical["sweep_rate"] if physical is not None else dgammas.values)
-    rate_formula = _theory_rate(model, V0, damping, theta)
+    rate_formula = theory.rate_formula(model, V0, damping, theta)
     if isinstance(gamma_start, str):
         if gamma_start != "auto":
             raise ValueError(f"gamma_start must be a number in [0, 1) or 'auto', got {gamma_start!r}")
@@ -110,9 +120,16 @@ def run(*, h, realizations, damping, D, dgamma, V0, physical, gamma_start, gamma
                                     sweep_values, sweep_name, "Mel'nikov-Meshkov rate" if model == "underdamped"
                                     else "Kramers rate", stacklevel=3)
     rates = _measured_rates(V0=V0, damping=damping, D=D, h=h, model=model, integrator=integrator,
-                            rel_error=rel_error, seed=seed, dtype=dtype, backend=backend, progress=progress)
-    curve = fd.adaptive_curve(rates, gamma_dot=gamma_dot, V0=V0, theta=theta, theory=expected, **ends)
-    epsilon = fd.adiabaticity(curve, gamma_dot, relaxation, **ends)
+                            rel_error=rel_error, criterion=criterion, running_wells=wells, seed=seed, dtype=dtype,
+                            backend=backend, progress=progress)
+    # the voltage window lies above the escape window's low end (the switching rate is below the
+    # escape rate) and anywhere up to the lowest barrier: the first pass spans all of that
+    top = float(expected.gamma[-1])
+    span = None if wells is None else (fd.window(expected, gamma_dot, gamma_start, top, fd.TAIL)[0], top)
+    curve = fd.adaptive_curve(rates, gamma_dot=gamma_dot, V0=V0, theta=theta, theory=expected, span=span, **ends)
+    measured = None if wells is None else _at_points(rates, curve.gamma)
+    escape = curve if wells is None else fd.make_curve(curve.gamma, measured["rate"].values)
+    epsilon = fd.adiabaticity(curve, gamma_dot, relaxation, escape=escape, **ends)
     fd.check_adiabatic(epsilon, sweep_values, sweep_name, "measured rates", stacklevel=3)
 
     sweep_dims = dgammas.dims
@@ -136,6 +153,12 @@ def run(*, h, realizations, damping, D, dgamma, V0, physical, gamma_start, gamma
     shape = tuple(dgammas.shape) + (bias.size,)
     rate_coord = {"rate_gamma": xr.Variable("rate_gamma", curve.gamma, {
         "long_name": "bias I / I_c of the measured escape rates", "units": "1"})}
+    if wells is None and model == "underdamped":
+        Q = theory.quality_factor(V0, damping)
+        retrapping = theory.retrapping_current(Q)
+        below, _ = fd.fd_cdf([min(retrapping, gamma_end)], curve, gamma_dot, **ends)
+        junction.warn_if_retrapped(xr.DataArray(below[:, 0].reshape(dgammas.shape), dims=sweep_dims, coords=coords),
+                                   retrapping, Q, "of the computed distribution", stacklevel=4)
     data = {
         "switching_current": current.assign_attrs(
             long_name="switching current I_sw / I_c", units="1",
@@ -149,16 +172,21 @@ def run(*, h, realizations, damping, D, dgamma, V0, physical, gamma_start, gamma
             units="1"),
         "cdf_stderr": xr.DataArray(cdf_stderr.reshape(shape), dims=(*sweep_dims, "bias"), coords=grid).assign_attrs(
             long_name="standard error of cdf from the rates' standard errors (delta method)", units="1"),
-        "rate": xr.DataArray(curve.rate, dims="rate_gamma", coords=rate_coord).assign_attrs(
+        "rate": xr.DataArray(escape.rate, dims="rate_gamma", coords=rate_coord).assign_attrs(
             long_name="escape rate (1 / mean first-passage time to the next well)", units="1"),
-        "rate_stderr": xr.DataArray(curve.rate_stderr, dims="rate_gamma", coords=rate_coord).assign_attrs(
-            long_name="standard error of the escape rate", units="1"),
+        "rate_stderr": xr.DataArray(curve.rate_stderr if wells is None else measured["rate_stderr"].values,
+                                    dims="rate_gamma",
+                                    coords=rate_coord).assign_attrs(long_name="standard error of the escape rate",
+                                                                    units="1"),
         "rate_steps": xr.DataArray(curve.steps, dims="rate_gamma", coords=rate_coord).assign_attrs(
-            long_name="integration steps simulated for the escape rate", units="1"),
+            long_name="integration steps simulated for the rate point", units="1"),
         "adiabaticity": xr.DataArray(epsilon.reshape(dgammas.shape), dims=sweep_dims, coords=coords).assign_attrs(
             long_name="largest escape rate over the well's relaxation rate where 1e-3 < cdf < 1 - 1e-3", units="1",
             comment=f"the adiabatic approximation is refused above {fd.MAX_EPSILON}"),
     }
+    for name in _VOLTAGE_RATE_VARIABLES if wells else ():
+        data[name] = xr.DataArray(measured[name].values, dims="rate_gamma", coords=rate_coord,
+                                  attrs=measured[name].attrs)
     extra = {}
     if physical is not None:
         data["switching_current_A"] = (current * units["Ic"]).transpose(*dims).assign_attrs(
@@ -176,16 +204,25 @@ def run(*, h, realizations, damping, D, dgamma, V0, physical, gamma_start, gamma
         history=io.history_line("switching_currents", call),
     )
     attrs.update(V0=V0, damping=damping, D=D, h=h, **({} if sweep_dims else {"dgamma": float(dgammas)}))
+    measured_rate = ("escape rates" if wells is None else
+                     "rates of switching into the running state (escape rate times run probability)")
     attrs.update(
         gamma_start=gamma_start, gamma_end=gamma_end, dynamics=model, passage="next_well",
         passage_condition=junction.PASSAGE_TEXT["next_well"], start="thermal", method="rates",
-        method_description=("adiabatic Fulton-Dunkleberger distribution with escape rates measured on "
+        method_description=(f"adiabatic Fulton-Dunkleberger distribution with {measured_rate} measured on "
                             f"{curve.gamma.size} biases in {curve.passes} batches (ln rate interpolated linearly); "
                             "samples by inverse transform of Philox uniforms (key seed, stream = sweep point; "
-                            "counter realization)"),
+                            "counter realization)"), **junction.criterion_attrs(wells),
         ramp="gamma(t) = gamma_start + (dgamma / h) t",
         initial_condition="thermal (Boltzmann) state of the well at gamma_start", **extra)
     return xr.Dataset(data, attrs=attrs)
+
+
+def _at_points(rates, gamma) -> xr.Dataset:
+    """What the rate simulations measured at the biases ``gamma`` (the points of the final curve)."""
+    merged = xr.concat(rates.info["measured"], dim="gamma", data_vars="all", coords="minimal", compat="override",
+                       combine_attrs="override")
+    return merged.sel(gamma=np.asarray(gamma))
 
 
 def _drawn(curve, gamma_dot, sweep_dims, realizations, seed, chunks, ends):
