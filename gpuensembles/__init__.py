@@ -12,7 +12,7 @@ from .core.io import open_dataset, version
 from .core.lazy import defer_duck_array_imports
 from .models import josephson, mcls, xorsat
 from .models.ising import ising
-from .models.josephson import escape_rates, escape_times, switching_currents
+from .models.josephson import escape_rates, escape_times, retrapping_currents, switching_currents
 from .models.kuramoto import kuramoto
 from .models.langevin import langevin
 from .models.mcls import mc_solve
@@ -30,5 +30,5 @@ defer_duck_array_imports()
 for _name, _module in (("josephson", josephson), ("mcls", mcls), ("xorsat", xorsat)):
     _sys.modules.setdefault(f"{__name__}.{_name}", _module)
 
-__all__ = ["escape_times", "switching_currents", "escape_rates", "josephson", "langevin", "kuramoto", "ising",
-           "mc_solve", "mcls", "xorsat", "cluster", "open_dataset", "__version__"]
+__all__ = ["escape_times", "switching_currents", "escape_rates", "retrapping_currents", "josephson", "langevin",
+           "kuramoto", "ising", "mc_solve", "mcls", "xorsat", "cluster", "open_dataset", "__version__"]

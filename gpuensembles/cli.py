@@ -30,6 +30,9 @@ EXAMPLES = """examples:
   gpuensembles switching-currents --preset li2007 --sweep-rate 2e7 --realizations 200 -o sc.nc --plot sc.png
   gpuensembles switching-currents --preset li2007 --sweep-rate 1 200 1e4 --h 1e-3 --integrator baoab \\
       --method rates --realizations 100000 -o li.nc --plot li.png
+  gpuensembles switching-currents --preset li2007 --sweep-rate 2e7 --criterion voltage --realizations 200 -o sv.nc
+  gpuensembles retrapping-currents --preset li2007 --sweep-rate 2e7 --h 1e-3 --realizations 200 -o rc.nc \\
+      --plot rc.png
   gpuensembles escape-rates --model overdamped --damping 1 --D 0.05 --gamma 0.3 0.5 0.7 0.9 --h 0.01 \\
       --rel-error 0.05 -o rates.nc --plot rates.png
   gpuensembles mc-solve --problem laplacian-2d --size 30 --histories 1e7 -o x.nc

@@ -9,8 +9,8 @@ import xarray as xr
 import gpuensembles as ge
 from gpuensembles import cli
 
-PUBLIC = ["escape_times", "switching_currents", "escape_rates", "josephson", "langevin", "kuramoto", "ising",
-          "mc_solve", "mcls", "xorsat", "cluster", "open_dataset", "__version__"]
+PUBLIC = ["escape_times", "switching_currents", "escape_rates", "retrapping_currents", "josephson", "langevin",
+          "kuramoto", "ising", "mc_solve", "mcls", "xorsat", "cluster", "open_dataset", "__version__"]
 
 
 def test_all_lists_the_public_names_and_each_exists():
@@ -19,8 +19,8 @@ def test_all_lists_the_public_names_and_each_exists():
         assert getattr(ge, name) is not None
 
 
-@pytest.mark.parametrize("name", ["escape_times", "switching_currents", "escape_rates", "langevin", "kuramoto", "ising",
-                                  "mc_solve"])
+@pytest.mark.parametrize("name", ["escape_times", "switching_currents", "escape_rates", "retrapping_currents",
+                                  "langevin", "kuramoto", "ising", "mc_solve"])
 def test_run_functions_are_functions(name):
     assert callable(getattr(ge, name))
 
@@ -45,5 +45,5 @@ def test_dataset_accessors_are_registered(accessor):
 
 def test_cli_subcommands_are_the_same():
     choices = cli.build_parser()._subparsers._group_actions[0].choices
-    assert set(choices) == {"escape-times", "switching-currents", "escape-rates", "mc-solve", "langevin", "kuramoto",
-                            "ising", "xorsat"}
+    assert set(choices) == {"escape-times", "switching-currents", "escape-rates", "retrapping-currents", "mc-solve",
+                            "langevin", "kuramoto", "ising", "xorsat"}

@@ -248,6 +248,7 @@ COMMAND_LINES = {
     "escape-times": "--damping 1 --gamma 0.5 --D 0.3 --h 0.01 --model overdamped --realizations 4 --max-steps 20000",
     "escape-rates": "--model overdamped --damping 1 --gamma 0.5 --D 0.3 --h 0.05 --rel-error 0.4",
     "switching-currents": "--damping 0.5 --D 0.05 --dgamma 2e-4 --h 0.01 --realizations 4",
+    "retrapping-currents": "--damping 0.3 --D 0.003 --dgamma 2e-4 --h 0.05 --gamma-start 0.8 --realizations 4",
     "langevin": "--a 0 2 --f 0.3 --kT 0.5 --g 2 --h 0.01 --steps 48 --sample-every 12 --histogram 0 1 --realizations 5",
     "kuramoto": "--N 18 --K 2 --h 0.02 --steps 12 --sample-every 4 --kT 0.2 --bins 8 --realizations 3",
     "ising": "--L 4 --beta 0.3 0.5 --sweeps 4 --thermalization 1 --measure-every 2 --bins 2 --realizations 4",

@@ -21,8 +21,8 @@ DOCS = Path(__file__).parent.parent / "docs"
 
 
 def test_every_family_registers_its_run_functions():
-    assert set(ENTRIES) == {"escape_times", "switching_currents", "escape_rates", "langevin", "kuramoto", "ising",
-                            "mc_solve", "xorsat.solve"}
+    assert set(ENTRIES) == {"escape_times", "switching_currents", "escape_rates", "retrapping_currents", "langevin",
+                            "kuramoto", "ising", "mc_solve", "xorsat.solve"}
     assert {e.family for e in ENTRIES.values()} == {"josephson", "langevin", "kuramoto", "ising", "xorsat", "mcls"}
 
 

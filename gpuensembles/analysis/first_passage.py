@@ -63,15 +63,26 @@ def mean(times: xr.DataArray, passed: xr.DataArray, dim: str = REALIZATION, cens
 
 
 def survival(times: xr.DataArray, passed: xr.DataArray, t, censor_time: xr.DataArray, dim: str = REALIZATION,
-             grid_dim: str = "time") -> xr.DataArray:
+             grid_dim: str = "time", decreasing: bool = False) -> xr.DataArray:
     """Empirical survival function ``S(t) = P(T > t)`` on the grid ``t`` (dimension ``grid_dim``).
 
     A realization that did not pass counts as surviving up to its ``censor_time``;
     beyond the earliest censoring time of a point ``S`` is unknown and returned as NaN.
     Works for switching currents too (``T`` the switching bias, ``t`` a bias grid).
+
+    ``decreasing=True`` is for a ``T`` that a ramp reaches from above (a retrapping current
+    under a falling bias): not yet passed at ``t`` then means ``T < t``, a realization that
+    did not pass has ``T`` below its ``censor_time``, and ``S(t) = P(T < t)`` is unknown
+    below the highest censoring value.
     """
     check_dim("dim", dim, times.dims)
     grid = xr.DataArray(check_grid("t", t), dims=(grid_dim,), attrs={"units": times.attrs.get("units", "1")})
+    if decreasing:
+        s = ((times < grid) | ~passed).mean(dim)
+        latest = censor_time.where(~passed).max(dim)
+        s = s.where(latest.isnull() | (grid > latest))
+        return s.assign_coords({grid_dim: grid}).assign_attrs(
+            long_name="probability P(T < t) of not having passed when a falling ramp reaches t", units="1")
     alive = (times > grid) | ~passed
     s = alive.mean(dim)
     earliest = censor_time.where(~passed).min(dim)

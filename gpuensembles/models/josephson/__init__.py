@@ -1,10 +1,12 @@
-"""Josephson junctions (seed 000): escape times and switching-current distributions.
+"""Josephson junctions (Pierro et al. 2018): escape times, switching and retrapping currents, escape rates.
 
-:func:`escape_times` and :func:`switching_currents` integrate the washboard Langevin
-equation of :mod:`.physics` on the generic first-passage template; :mod:`.theory` holds
-the exact overdamped MFPT, the Kramers/Mel'nikov rates and Fulton-Dunkleberger;
-:mod:`.analysis` registers the ``Dataset.fpt`` accessor; :func:`normalize` converts SI
-junction parameters.
+:func:`escape_times`, :func:`switching_currents` and :func:`retrapping_currents` integrate
+the washboard Langevin equation of :mod:`.physics` and :mod:`.running_physics` on the
+generic first-passage template; :func:`escape_rates` measures rates by forward flux
+sampling, and ``switching_currents(method="rates")`` builds switching histograms at real
+sweep rates from them. :mod:`.theory` holds the exact overdamped MFPT, the Kramers and
+Mel'nikov rates, Fulton-Dunkleberger and the retrapping current; :mod:`.analysis`
+registers the ``Dataset.fpt`` accessor; :func:`normalize` converts SI junction parameters.
 """
 
 from ...core.registry import Command, RunFunction, register
@@ -12,9 +14,10 @@ from . import analysis, cli, theory  # noqa: F401  (analysis registers the Datas
 from .escape import escape_times
 from .junction import normalize
 from .rates import escape_rates
+from .retrapping import retrapping_currents
 from .switching import switching_currents
 
-__all__ = ["escape_times", "switching_currents", "escape_rates", "normalize", "theory"]
+__all__ = ["escape_times", "switching_currents", "escape_rates", "retrapping_currents", "normalize", "theory"]
 
 register(RunFunction(
     name="escape_times", function=escape_times, family="josephson",
@@ -36,4 +39,11 @@ register(RunFunction(
                     cli.add_escape_rates, cli.run_escape_rates, cli.rates_summary, cli.rates_plot),
     example=lambda: dict(model="overdamped", damping=1.0, gamma=[0.3, 0.5], D=0.06, h=0.05, rel_error=0.3, seed=1),
     example_chunks=1,
+))
+register(RunFunction(
+    name="retrapping_currents", function=retrapping_currents, family="josephson",
+    command=Command("retrapping-currents", "retrapping currents: the bias ramped down from the running state",
+                    cli.add_retrapping_currents, cli.run_retrapping_currents, cli.summary, cli.plot),
+    example=lambda: dict(damping=0.3, D=0.003, dgamma=2e-4, h=0.05, gamma_start=0.8, realizations=8, seed=1),
+    example_chunks=3,
 ))

@@ -1,9 +1,10 @@
-"""The ``Dataset.fpt`` accessor: statistics of escape-time and switching-current results.
+"""The ``Dataset.fpt`` accessor: statistics of escape-time, switching- and retrapping-current results.
 
-It resolves the variable names of each kind of result (``escape_time``/``escaped`` or
-``switching_current``/``switched``) and delegates to the model-agnostic functions of
-:mod:`gpuensembles.analysis.first_passage`; comparisons with Fulton-Dunkleberger and the
-Kramers/Mel'nikov rates use this family's :mod:`~gpuensembles.models.josephson.theory`.
+It resolves the variable names of each kind of result (``escape_time``/``escaped``,
+``switching_current``/``switched`` or ``retrapping_current``/``retrapped``) and delegates to
+the model-agnostic functions of :mod:`gpuensembles.analysis.first_passage`; comparisons with
+Fulton-Dunkleberger and the Kramers/Mel'nikov rates use this family's
+:mod:`~gpuensembles.models.josephson.theory`.
 """
 
 import xarray as xr
@@ -20,39 +21,47 @@ from ...analysis.first_passage import (
 from ...core.io import REALIZATION
 from ...core.validation import check_choice
 
+#: The value and passage variables of each kind of result.
+_KINDS = {"switching": ("switching_current", "switched"), "retrapping": ("retrapping_current", "retrapped"),
+          "escape": ("escape_time", "escaped")}
+
 
 @xr.register_dataset_accessor("fpt")
 class FirstPassageAccessor:
-    """``ds.fpt``: statistics of ``escape_times`` and ``switching_currents`` results.
+    """``ds.fpt``: statistics of ``escape_times``, ``switching_currents`` and ``retrapping_currents`` results.
 
     Resolves the variable names of each kind of result and delegates to the functions
     of :mod:`gpuensembles.analysis.first_passage` (and to the family's
-    :mod:`~gpuensembles.models.josephson.theory` for ``compare``).
+    :mod:`~gpuensembles.models.josephson.theory` for ``compare``). For a retrapping result
+    (the bias ramped down) ``cdf(x)`` is still ``P(I_r <= x)`` and ``survival(x)`` ``P(I_r > x)``.
     """
 
     def __init__(self, ds: xr.Dataset):
         self._ds = ds
-        self._switching = "switching_current" in ds
+        self._kind = next((kind for kind, (name, _) in _KINDS.items() if name in ds), "escape")
+        self._switching = self._kind == "switching"
 
     @property
     def _times(self):
-        return self._ds["switching_current" if self._switching else "escape_time"]
+        return self._ds[_KINDS[self._kind][0]]
 
     @property
     def _passed(self):
-        return self._ds["switched" if self._switching else "escaped"]
+        return self._ds[_KINDS[self._kind][1]]
 
     def _param(self, name):
         return self._ds[name] if name in self._ds.coords else self._ds.attrs[name]
 
     def _censor_value(self):
         steps = self._ds["steps"]
+        if self._kind == "retrapping":
+            return self._param("gamma_start") - steps * self._param("dgamma")
         if self._switching:
             return self._param("gamma_start") + steps * self._param("dgamma")
         return steps * self._param("h")
 
     def _grid_dim(self):
-        return "gamma" if self._switching else "time"
+        return "time" if self._kind == "escape" else "gamma"
 
     def mean(self, dim: str = REALIZATION, censored: str = "nan") -> xr.Dataset:
         """Mean passage time (or switching current) and standard error; see :func:`mean`."""
@@ -60,16 +69,24 @@ class FirstPassageAccessor:
 
     def survival(self, t=None, dim: str = REALIZATION) -> xr.DataArray:
         """Survival ``P(T > t)``; ``t`` defaults to 201 points up to the largest value."""
+        if self._kind == "retrapping":
+            below = self.cdf(t, dim=dim)
+            return (1.0 - below).assign_attrs(long_name="probability P(I_r > t)", units="1")
         t = default_grid(self._times) if t is None else t
         return survival(self._times, self._passed, t, self._censor_value(), dim=dim, grid_dim=self._grid_dim())
 
     def cdf(self, t=None, dim: str = REALIZATION) -> xr.DataArray:
         """Cumulative distribution ``P(T <= t)`` (``1 - survival``)."""
+        if self._kind == "retrapping":  # not yet retrapped when the falling bias reaches t: I_r < t
+            t = default_grid(self._times) if t is None else t
+            below = survival(self._times, self._passed, t, self._censor_value(), dim=dim, grid_dim="gamma",
+                             decreasing=True)
+            return below.assign_attrs(long_name="cumulative probability P(I_r <= t)", units="1")
         s = self.survival(t, dim=dim)
         return (1.0 - s).assign_attrs(long_name="cumulative probability P(T <= t)", units="1")
 
     def _means(self):
-        if self._switching:
+        if self._kind != "escape":
             raise ValueError("Arrhenius analyses need escape times at constant bias (escape_times), not a ramp")
         return self.mean().compute()
 

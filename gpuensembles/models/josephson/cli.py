@@ -1,4 +1,4 @@
-"""Subcommands ``escape-times`` and ``switching-currents``."""
+"""Subcommands ``escape-times``, ``switching-currents``, ``escape-rates`` and ``retrapping-currents``."""
 
 import functools
 import itertools
@@ -12,6 +12,7 @@ from ...core.progress import on_start
 from . import theory
 from .escape import escape_times
 from .junction import (
+    CRITERIA,
     DTYPES,
     INTEGRATORS,
     METHODS,
@@ -24,6 +25,7 @@ from .junction import (
 )
 from .rates import METHODS as RATE_METHODS
 from .rates import escape_rates
+from .retrapping import retrapping_currents
 from .switching import switching_currents
 
 #: Junctions known by name: SI parameters and the integration step of seed 000, Fig. 11(b).
@@ -112,7 +114,17 @@ def add_switching_currents(parser):
                              "thermal state; --sweep-rate or --dgamma may take several values)")
     parser.add_argument("--rel-error", type=float, default=0.03,
                         help="--method rates: relative standard error of each measured escape rate")
+    _add_criterion(parser)
     _add_common(parser)
+
+
+def _add_criterion(parser):
+    parser.add_argument("--criterion", choices=CRITERIA, default="escape",
+                        help="what counts as switching: the first escape over the barrier, or a voltage (the phase "
+                             "runs --running-wells wells without relaxing into a well; escapes that are retrapped "
+                             "are followed on)")
+    parser.add_argument("--running-wells", type=integer, default=None,
+                        help="--criterion voltage: wells the running phase advances before it counts (default 100)")
 
 
 def run_switching_currents(args):
@@ -124,10 +136,20 @@ def run_switching_currents(args):
         raise ValueError("h is required (or a --preset that sets it)")
     normalized = dict(V0=values(args.V0), damping=values(args.damping), D=values(args.D), dgamma=values(args.dgamma))
     kwargs = dict(h=h, gamma_start=args.gamma_start if args.gamma_start == "auto" else float(args.gamma_start),
-                  gamma_end=args.gamma_end, start=args.start, **_common_kwargs(args))
+                  gamma_end=args.gamma_end, start=args.start, criterion=args.criterion,
+                  running_wells=args.running_wells, **_common_kwargs(args))
     if args.method == "rates":  # passage and start are those of rate theory (see switching_currents)
         kwargs.update(method="rates", rel_error=args.rel_error)
         del kwargs["passage"], kwargs["start"]
+    kwargs.update(_junction_form(physical, normalized))
+    if args.method == "rates":  # a few rate simulations: no ramp to estimate
+        return switching_currents(**kwargs)
+    with on_start(lambda: _estimate(kwargs)):
+        return switching_currents(**kwargs)
+
+
+def _junction_form(physical, normalized) -> dict:
+    """``physical=`` from the SI options, or the normalized options given; refuses a mix or an incomplete SI form."""
     if any(v is not None for v in physical.values()):
         missing = [k for k, v in physical.items() if v is None]
         if missing:
@@ -135,13 +157,42 @@ def run_switching_currents(args):
         if any(v is not None for v in normalized.values()):
             raise ValueError("give either the SI options (--R --C --Ic --T --sweep-rate) "
                              "or --V0/--damping/--D/--dgamma")
-        kwargs["physical"] = physical
-    else:
-        kwargs.update({k: v for k, v in normalized.items() if v is not None})
-    if args.method == "rates":  # a few rate simulations: no ramp to estimate
-        return switching_currents(**kwargs)
-    with on_start(lambda: _estimate(kwargs)):
-        return switching_currents(**kwargs)
+        return {"physical": physical}
+    return {k: v for k, v in normalized.items() if v is not None}
+
+
+def add_retrapping_currents(parser):
+    """Options of ``retrapping-currents``."""
+    parser.add_argument("--preset", choices=sorted(PRESETS),
+                        help="a known junction (SI values and h; options override)")
+    for name in ("V0", "damping", "D", "dgamma"):
+        add_parameter(parser, name, PARAMETERS[name]["long_name"] + " (normalized form; dgamma is the decrement)")
+    for name, (long_name, units, *_) in PHYSICAL.items():
+        add_parameter(parser, name, f"{long_name} [{units}] (SI form; the bias falls at this rate)")
+    add_parameter(parser, "h", PARAMETERS["h"]["long_name"])
+    add_parameter(parser, "gamma_start", "bias where the ramp down starts, in the running state", default=[1.0])
+    parser.add_argument("--gamma-end", type=float, default=0.0, help="bias where the ramp stops")
+    parser.add_argument("--realizations", type=integer, required=True, help="realizations per parameter point")
+    parser.add_argument("--integrator", choices=INTEGRATORS, default="baoab",
+                        help="BAOAB (default: no numerical heating, which would lower the damping and the "
+                             "retrapping current) or Euler-Maruyama")
+    parser.add_argument("--dtype", choices=DTYPES, default="float32")
+    commands.add_run_options(parser, "realizations")
+    parser.add_argument("--store", metavar="DIR", help="keep finished chunks in DIR; the same command resumes from it")
+
+
+def run_retrapping_currents(args):
+    """Run ``retrapping-currents``."""
+    preset = dict(PRESETS.get(args.preset, {}))
+    physical = {k: values(getattr(args, k)) if getattr(args, k) is not None else preset.get(k) for k in PHYSICAL}
+    h = values(args.h) if args.h is not None else preset.get("h")
+    if h is None:
+        raise ValueError("h is required (or a --preset that sets it)")
+    normalized = dict(V0=values(args.V0), damping=values(args.damping), D=values(args.D), dgamma=values(args.dgamma))
+    kwargs = dict(h=h, gamma_start=values(args.gamma_start), gamma_end=args.gamma_end, realizations=args.realizations,
+                  integrator=args.integrator, dtype=args.dtype, store=args.store, **commands.run_options(args),
+                  **_junction_form(physical, normalized))
+    return retrapping_currents(**kwargs)
 
 
 def _estimate(kwargs):
@@ -173,10 +224,14 @@ def summary(ds, seconds, output):
     simulated = ds["rate_steps"] if "rate_steps" in ds else ds["steps"]
     commands.header(ds, seconds, int(simulated.sum()), "steps", output)
     stats = ds.fpt.mean(censored="drop")
-    passed = "switched" if "switched" in ds else "escaped"
-    if "switching_current_A" in ds:
-        ic = ds.switching_current_A / ds.switching_current
+    value, passed = next((v, p) for v, p in (("switching_current", "switched"), ("retrapping_current", "retrapped"),
+                                             ("escape_time", "escaped")) if v in ds)
+    if f"{value}_A" in ds:
+        ic = ds[f"{value}_A"] / ds[value]
         stats["mean_A"] = stats["mean"] * ic.mean("realization")
+    if "criterion" in ds.attrs:
+        print(f"criterion: {ds.attrs['criterion']}"
+              + (f" ({ds.attrs['running_wells']} wells)" if ds.attrs["criterion"] == "voltage" else ""))
     if "adiabaticity" in ds:
         stats["adiabaticity"] = ds["adiabaticity"]
         print(f"rates: {ds.sizes['rate_gamma']} escape rates, gamma {float(ds.rate_gamma.min()):.4g} to "
@@ -196,7 +251,7 @@ def plot(ds, path):
 
     from ...analysis.plots import plot_cdf
 
-    sample = ds["switching_current" if "switching_current" in ds else "escape_time"]
+    sample = ds[next(v for v in ("switching_current", "retrapping_current", "escape_time") if v in ds)]
     sweep = [d for d in sample.dims if d != "realization"]
     points = sample.stack(point=sweep).transpose("point", ...) if sweep else [sample]
     fig, ax = plt.subplots(figsize=(6, 4.2))

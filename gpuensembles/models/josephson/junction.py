@@ -195,11 +195,11 @@ def validated(model, dtype, passage, integrator, **values):
     return params
 
 
-# --------------------------------------------------------------------------- escape times
-
-
 def attributes(plan, raw, function, model, dtype, passage, integrator, call, **extra) -> dict:
-    """The global attributes of a run: provenance, the scalar parameters, the dynamics and passage, ``extra``."""
+    """The global attributes of a run: provenance, the scalar parameters, the dynamics and passage, ``extra``.
+
+    ``passage`` None (a run that counts no passage, such as retrapping) leaves the passage out.
+    """
     backend, device = engine.where_it_ran(plan, raw)
     attrs = io.provenance(
         model=f"josephson.{function} ({model})",
@@ -211,8 +211,9 @@ def attributes(plan, raw, function, model, dtype, passage, integrator, call, **e
         history=io.history_line(function, call),
     )
     attrs.update({k: p.item() for k, p in plan.inputs.items() if p.ndim == 0 and k in PARAMETERS})
-    attrs.update(dynamics=model, max_steps=np.int64(plan.max_steps), passage=passage,
-                 passage_condition=PASSAGE_TEXT[passage], **extra)
+    attrs.update(dynamics=model, max_steps=np.int64(plan.max_steps), **extra)
+    if passage is not None:
+        attrs.update(passage=passage, passage_condition=PASSAGE_TEXT[passage])
     return attrs
 
 
@@ -319,3 +320,35 @@ def warn_if_retrapped(below, retrapping, Q, source: str, stacklevel: int = 2):
         f"{Q.values.flat[worst]:.3g}), where the noise-free dynamics catch an escaped phase again and no voltage "
         f"appears; criterion='voltage' counts switching where the junction runs, as a voltage detector does",
         RuntimeWarning, stacklevel=stacklevel + 1)
+
+
+#: Relative damping error of Euler's numerical heating above which a run of the running state warns.
+EULER_HEATING_WARNING = 0.01
+
+
+def warn_euler_heating(integrator, V0, damping, h, what: str, stacklevel: int = 2):
+    """Warn when Euler's numerical heating changes the damping that retrapping depends on.
+
+    Explicit Euler lowers the energy decay rate of the well by ``h omega_p^2`` (its energy
+    grows by ``h^2 omega^2`` a step), a relative error of ``h V0 / damping^2`` at zero bias.
+    The escape rate depends on the damping weakly; the retrapping current and the run
+    probability are set by it (``I_r ~ 4 / (pi Q)``). BAOAB has no such error.
+
+    Parameters
+    ----------
+    integrator : str
+        The integrator of the run.
+    V0, damping, h : DataArray or float
+        Parameters of the run (any may be swept; the worst point is named).
+    what : str
+        What the error moves, for the message.
+    stacklevel : int
+        The frame the warning points at.
+    """
+    if integrator != "euler":
+        return
+    error = float(np.max(np.asarray(h * V0 / damping**2)))
+    if error > EULER_HEATING_WARNING:
+        warnings.warn(f"integrator='euler' heats the junction numerically: its damping is {error:.1%} too small "
+                      f"(h V0 / damping^2), which moves {what}; integrator='baoab' has no such error",
+                      RuntimeWarning, stacklevel=stacklevel + 1)

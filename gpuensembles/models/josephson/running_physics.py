@@ -136,8 +136,12 @@ def retrapping_kernel(dtype: str, integrator: str = "euler"):
     Parameter rows are `RETRAPPING_PARAMETERS`. Step ``k`` (1-based) has the bias
     ``gamma_start - k * dgamma`` (a block of four steps uses its centre's, as
     :func:`.physics.switching_kernel` does; float64 from the int64 step count). The
-    particle starts at the bottom of a well with the running velocity ``gamma_start V0 /
-    damping``; ``limit`` steps end a realization where the ramp reaches ``gamma_end``. The
+    particle starts at the bottom of a well with the velocity ``gamma_start V0 / damping +
+    2 sqrt(V0)``: the running (ohmic) velocity, plus a kinetic energy of ``2 V0`` that clears
+    any barrier, so it starts above the running orbit, which it joins within a few
+    ``1 / damping`` (at the ohmic velocity alone, near ``I_r`` at large ``Q``, it would start
+    below the orbit and be caught at once); ``limit`` steps end a realization where the
+    ramp reaches ``gamma_end``. The
     recorded step count is that of the last forward barrier crossing before the particle
     relaxed into a well (0 if it never crossed one).
     """
@@ -152,7 +156,7 @@ def retrapping_kernel(dtype: str, integrator: str = "euler"):
         V0, damping, D, h, dgamma, gamma_start, limit = par[0], par[1], par[2], par[3], par[4], par[5], par[6]
         decay, b, s = step_coefficients(V0, damping, D, h, False, baoab)
         return (F(decay), F(b), b, F(s), F(h), gamma_start, dgamma, np.int64(limit), V0, D / damping, F(V0),
-                F(gamma_start * V0 / damping))
+                F(gamma_start * V0 / damping + 2.0 * math.sqrt(V0)))
 
     @jit
     def init(coef, seed, stream, realization):

@@ -101,6 +101,23 @@ def switching_currents(
         is refused before any simulation. The result adds ``cdf`` and ``cdf_stderr``
         over ``bias``, and the rate curve ``rate``, ``rate_stderr``, ``rate_steps`` over
         ``rate_gamma``.
+    criterion : {"escape", "voltage"}
+        What counts as switching. ``"escape"``: the first passage over the barrier (see
+        ``passage``), as in seed 000; it is where a voltage appears only when escapes are
+        not caught again, i.e. above the retrapping current (:func:`.theory.retrapping_current`;
+        a RuntimeWarning says when most switching lies below it). ``"voltage"`` (underdamped
+        model): the junction has entered the running state, the phase having advanced
+        ``running_wells`` wells without relaxing into a well; escapes that are retrapped are
+        followed on, and the recorded switch is the barrier crossing that started the run
+        (:mod:`.running_physics`; docs page "Phase diffusion and retrapping"). With
+        ``method="rates"`` the rate drawn from is the rate of switching into the running
+        state (:func:`escape_rates` with ``criterion="voltage"``).
+    running_wells : int, optional
+        ``criterion="voltage"`` only: the wells the phase must advance, default 100. A
+        detector that integrates the voltage over a window ``tau`` and fires at a fraction
+        ``f`` of ``I R`` sees about ``f gamma V0 / damping * tau / (2 pi)`` wells; where the
+        running state is itself unstable (phase diffusion at high temperature) the
+        switching current grows with it, slowly (logarithmically).
     rel_error : float, in (0, 1)
         ``method="rates"`` only: the relative standard error each escape rate is
         measured to (``escape_rates``' ``rel_error``); the cost grows as its inverse
@@ -122,7 +139,8 @@ def switching_currents(
     -------
     xarray.Dataset
         ``switching_current`` (normalized, float64), ``switched`` (bool), ``steps``
-        (int64), and ``switching_current_A`` with ``physical=``.
+        (int64), and ``switching_current_A`` with ``physical=``. The attributes name the
+        criterion (``criterion``, ``running_wells``, ``criterion_definition``).
     """
     engine.check_choice("method", method, junction.METHODS)
     wells = junction.running_wells(criterion, running_wells, model)
@@ -147,6 +165,9 @@ def switching_currents(
     if not 0 < gamma_end <= 1:
         raise ValueError(f"gamma_end must be a number in (0, 1], got {gamma_end!r}")
     junction.check_step(model, params["V0"], params["damping"], xr.zeros_like(params["V0"]), params["h"])
+    if wells is not None:
+        junction.warn_euler_heating(integrator, params["V0"], params["damping"], params["h"],
+                                    "where escapes are retrapped and the running state is stable")
     if isinstance(gamma_start, str):
         if gamma_start != "auto":
             raise ValueError(f"gamma_start must be a number in [0, 1) or 'auto', got {gamma_start!r}")

@@ -87,6 +87,9 @@ def run(*, h, realizations, damping, D, dgamma, V0, physical, gamma_start, gamma
     if not 0 < gamma_end <= 1:
         raise ValueError(f"gamma_end must be a number in (0, 1], got {gamma_end!r}")
     junction.check_step(model, params["V0"], params["damping"], xr.zeros_like(params["V0"]), params["h"])
+    if wells is not None:
+        junction.warn_euler_heating(integrator, params["V0"], params["damping"], params["h"],
+                                    "the run probability of an escape")
     V0, damping, D, h = (float(params[k]) for k in ("V0", "damping", "D", "h"))
     theta = D / damping
     sweep_name = "sweep_rate" if physical is not None else "dgamma"
