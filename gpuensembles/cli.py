@@ -109,7 +109,7 @@ def _as_options(message: str, parser: argparse.ArgumentParser) -> str:
 
 
 #: What follows a parameter's name where a message uses it as the parameter.
-_USED_AS_PARAMETER = r" must\b| is too\b| has repeated\b| overflows\b| = |=| \(| and [\w-]+ give"
+_USED_AS_PARAMETER = r" must\b| is too\b| has repeated\b| overflows\b| applies to\b| = |=| \(| and [\w-]+ give"
 
 
 def _compute(ds, client, show):

@@ -61,8 +61,13 @@ def _simulator_cases() -> dict:
     # simulator tiles of 32, the last one partial; 12 steps alternate the sweep direction
     kuramoto_variants = dict(N=150, h=0.02, steps=12, sample_every=4, kT=0.2, bins=8, realizations=1, seed=3, K=2.0,
                              progress=False)
+    # the running state: a hot junction (theta = 0.3, Q = 3.3) whose escapes are often retrapped before
+    # they run three wells (the voltage criterion follows them on), and retrapping ramps down from 0.8
+    running = dict(V0=1.0, damping=0.3, h=0.05, integrator="baoab", realizations=4, seed=3, progress=False)
+    switching_voltage = dict(running, D=0.09, dgamma=1e-3, criterion="voltage", running_wells=3)
+    retrapping = dict(running, D=0.003, dgamma=1e-3, gamma_start=0.8)
     return {"langevin": langevin, "kuramoto": kuramoto, "kuramoto_variants": kuramoto_variants, "ising": ising,
-            "xorsat": xorsat, "rates": rates}
+            "xorsat": xorsat, "rates": rates, "switching_voltage": switching_voltage, "retrapping": retrapping}
 
 
 @pytest.fixture(scope="session")
@@ -88,8 +93,8 @@ def _start_simulator():
 
 #: Test files that take minutes on two cores, longest first: they start first, so that the
 #: xdist workers (tests of one file stay in one worker) finish together.
-LONG_FILES = ("test_docs.py", "test_cuda_simulator.py", "test_kernel_cache.py", "test_escape_times.py",
-              "test_switching_currents.py", "test_switching_rates_glue.py", "test_bad_input.py")
+LONG_FILES = ("test_docs.py", "test_cuda_simulator.py", "test_kernel_cache.py", "test_running_state.py",
+              "test_escape_times.py", "test_switching_currents.py", "test_switching_rates_glue.py", "test_bad_input.py")
 
 
 def _start_order(item) -> int:

@@ -19,3 +19,23 @@ def trial_round(backend):
     steps, status, ends = np.empty(n, np.int64), np.empty(n, np.int8), np.empty((n, 3))
     run(params, rows, starts, lo, hi, streams, trials, 7, 2000, steps, status, ends)
     return {"steps": steps.tolist(), "status": status.tolist(), "ends": ends.tolist()}
+
+
+def run_round(backend):
+    """One round of the running state's trials: escaped states that run three more wells, and ones that relax."""
+    from gpuensembles.core.templates.rounds import trial_runner
+    from gpuensembles.models.josephson import running_physics
+
+    run = trial_runner(running_physics.run_trial_kernel("float64", "baoab"), backend)
+    n = 8
+    params = np.array([[1.0, 0.3, 0.5, 0.09, 0.05], [1.0, 0.3, 0.3, 0.03, 0.05]])
+    rows = np.arange(n) % 2
+    bottom = np.arcsin(params[rows, 2])
+    # fast starts run on (the second row's well is below I_r ~ 0.37 and cold: they are retrapped later), slow ones
+    # relax at once; start rows are (phi, v, wells advanced)
+    starts = np.column_stack([bottom, np.where(np.arange(n) < 4, 3.0, 0.2), np.ones(n)])
+    lo, hi = np.zeros(n), np.full(n, 4.0)
+    streams, trials = rows.astype(np.uint32), np.arange(n, dtype=np.int64) + 2**41
+    steps, status, ends = np.empty(n, np.int64), np.empty(n, np.int8), np.empty((n, 4))
+    run(params, rows, starts, lo, hi, streams, trials, 9, 20_000, steps, status, ends)
+    return {"steps": steps.tolist(), "status": status.tolist(), "ends": ends.tolist()}

@@ -26,7 +26,7 @@ from gpuensembles.core import rng  # noqa: E402
 from gpuensembles.core.templates import coupled, walks  # noqa: E402
 from gpuensembles.models.ising import kernels as lattices  # noqa: E402
 from gpuensembles.models.ising import run as ising_model  # noqa: E402
-from tests.round_case import trial_round  # noqa: E402
+from tests.round_case import run_round, trial_round  # noqa: E402
 
 cuda = _backend.cuda_module()
 CASES = json.loads(sys.argv[1])
@@ -59,6 +59,11 @@ def escape(model, dtype):
 def rates(kwargs):
     ds = ge.escape_rates(**kwargs, backend="cuda")
     return {"rate": ds.rate.values.tolist(), "steps": ds.steps.values.tolist(), "device": ds.attrs["device"]}
+
+
+def ramp(function, case):
+    ds = getattr(ge, function)(**CASES[case], backend="cuda")
+    return {"steps": ds.steps.values.tolist(), "device": ds.attrs["device"]}
 
 
 def mcls(method, estimator):
@@ -166,8 +171,10 @@ def kuramoto_variants():
 
 
 if __name__ == "__main__":
-    runs = {"xorsat": xorsat, "trials": lambda: trial_round("cuda"),
-            "rates": lambda: rates(CASES["rates"]), "kuramoto-variants": kuramoto_variants}
+    runs = {"xorsat": xorsat, "trials": lambda: trial_round("cuda"), "run-trials": lambda: run_round("cuda"),
+            "rates": lambda: rates(CASES["rates"]), "kuramoto-variants": kuramoto_variants,
+            "switching-voltage": lambda: ramp("switching_currents", "switching_voltage"),
+            "retrapping": lambda: ramp("retrapping_currents", "retrapping")}
     for method in ("adjoint", "forward"):
         for estimator in ("collision", "expected"):
             runs[f"mcls-{method}-{estimator}"] = lambda m=method, e=estimator: mcls(m, e)

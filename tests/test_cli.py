@@ -85,6 +85,28 @@ def test_cli_switching_preset_writes_netcdf_and_plot(tmp_path, capsys):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_cli_voltage_criterion_and_retrapping(tmp_path, capsys):
+    """--criterion voltage reaches the run function and the summary; retrapping-currents writes, summarizes, plots;
+    --running-wells without the voltage criterion is refused, naming it."""
+    out = tmp_path / "v.nc"
+    cli.main(["switching-currents", "--preset", "li2007", "--sweep-rate", "2e8", "--criterion", "voltage",
+              "--running-wells", "20", "--realizations", "8", "--seed", "2", "--backend", "cpu", "--no-progress",
+              "-o", str(out)])
+    assert "criterion: voltage (20 wells)" in capsys.readouterr().out
+    ds = ge.open_dataset(out)
+    assert ds.attrs["criterion"] == "voltage" and int(ds.attrs["running_wells"]) == 20
+    rc, png = tmp_path / "r.nc", tmp_path / "r.png"
+    cli.main(["retrapping-currents", "--preset", "li2007", "--sweep-rate", "2e8", "--h", "1e-3", "--realizations",
+              "8", "--seed", "2", "--backend", "cpu", "--no-progress", "-o", str(rc), "--plot", str(png)])
+    text = capsys.readouterr().out
+    assert "retrapped 8" in text and "mean_A" in text and png.stat().st_size > 10_000
+    assert ge.open_dataset(rc).retrapping_current_A.attrs["units"] == "A"
+    with pytest.raises(SystemExit):
+        cli.main(["switching-currents", "--preset", "li2007", "--running-wells", "5", "--realizations", "2",
+                  "--backend", "cpu", "-o", str(tmp_path / "x.nc")])
+    assert "--running-wells applies to --criterion='voltage'" in capsys.readouterr().err
+
+
 def test_cli_switching_normalized_and_mixed_forms(tmp_path, capsys):
     out = tmp_path / "n.nc"
     cli.main(["switching-currents", "--damping", "1", "--D", "0.1", "--dgamma", "2e-5", "--h", "0.02",

@@ -8,7 +8,7 @@ import gpuensembles as ge
 from gpuensembles.core import rng
 from gpuensembles.core.templates import coupled
 from gpuensembles.models.ising import run as ising_model
-from tests.round_case import trial_round
+from tests.round_case import run_round, trial_round
 
 
 def test_simulator_draws_equal_cpu_draws_bit_for_bit(simulated):
@@ -125,6 +125,22 @@ def test_simulator_trials_equal_cpu_bit_for_bit(simulated):
     assert simulated["trials"] == cpu
 
 
+def test_simulator_run_trials_equal_cpu_bit_for_bit(simulated):
+    # escaped states that reach the running state and ones that relax into a well, two parameter rows
+    cpu = run_round("cpu")
+    assert {1, 2} <= set(cpu["status"])
+    assert simulated["run-trials"] == cpu
+
+
+@pytest.mark.parametrize("function, case", [("switching_currents", "switching_voltage"),
+                                            ("retrapping_currents", "retrapping")])
+def test_simulator_running_state_ramps_equal_cpu_bit_for_bit(simulated, simulator_cases, function, case):
+    cpu = getattr(ge, function)(**simulator_cases[case], backend="cpu")
+    sim = simulated[case.replace("_", "-")]
+    assert sim["device"] == "CUDA simulator"
+    assert sim["steps"] == cpu.steps.values.tolist()
+
+
 def test_simulator_direct_rates_equal_cpu(simulated, simulator_cases):
     cpu = ge.escape_rates(**simulator_cases["rates"], backend="cpu")
     sim = simulated["rates"]
@@ -134,7 +150,8 @@ def test_simulator_direct_rates_equal_cpu(simulated, simulator_cases):
 
 
 #: The launch sites each public run uses (the names its kernel timer reports).
-LAUNCH_SITES = {"xorsat": {"xorsat"}, "rates": {"trials"}, "kuramoto-mean-field": {"mean_field"},
+LAUNCH_SITES = {"xorsat": {"xorsat"}, "rates": {"trials"}, "switching-voltage": {"first_passage"},
+                "retrapping": {"first_passage"}, "kuramoto-mean-field": {"mean_field"},
                 "kuramoto-matrix": {"pairwise"}, "kuramoto-variants": {"mean_field"}}
 LAUNCH_SITES |= {f"{model}-{dtype}": {"first_passage"} for model in ("underdamped", "overdamped")
                  for dtype in ("float32", "float64")}
@@ -146,8 +163,8 @@ LAUNCH_SITES |= {f"ising-{path}": {"ising"} for path in ISING_PATHS}
 
 
 def test_every_simulated_public_run_is_checked_for_launches(simulated):
-    # the bare trials runner is not a public run
-    assert set(simulated["launches"]) == set(LAUNCH_SITES) | {"trials"}
+    # the bare trials runners are not public runs
+    assert set(simulated["launches"]) == set(LAUNCH_SITES) | {"trials", "run-trials"}
 
 
 @pytest.mark.parametrize("run", sorted(LAUNCH_SITES))

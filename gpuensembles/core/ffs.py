@@ -249,9 +249,12 @@ def splitting(rounds: Rounds, pools, lam_0, lam_b, dt, settings: FluxSettings, *
     says ``RETURNED`` (its coordinate at or below 0, or its own failure condition). The
     probability of a replica is the product of its stages' success fractions, the estimate
     the mean over replicas, its error their spread: a replica's own pool and its branching
-    make its stages correlated, which the binomial formula would miss. Batches of replicas
-    (reusing the interfaces of the first and the same pools) are added until
-    ``settings.rel_error`` is met or ``settings.max_batches`` are run.
+    make its stages correlated, which the binomial formula would miss. Batches (reusing the
+    interfaces of the first) are added until ``settings.rel_error`` is met or
+    ``settings.max_batches`` are run; a batch starts every replica from its own pool again,
+    so the batches of a replica are averaged first and the error is the spread of these
+    averages over the replicas: more batches reduce the part of the error that comes from
+    the trials, never the part that comes from the pools.
 
     Besides the probability, the mean duration of a failed trajectory follows from the
     stages' mean success and failure durations (a failure at stage ``i`` has taken stages
@@ -283,8 +286,9 @@ def splitting(rounds: Rounds, pools, lam_0, lam_b, dt, settings: FluxSettings, *
     Returns
     -------
     dict
-        Per point: ``probability``, ``probability_stderr``, ``failed_time`` (mean duration
-        of a failed trajectory), ``interfaces``, ``replicas`` and ``resolved``.
+        Per point: ``probability``, ``probability_stderr`` (infinite with one replica),
+        ``failed_time`` (mean duration of a failed trajectory), ``interfaces``,
+        ``replicas``, ``batches`` and ``resolved``.
     """
     n_points = len(pools)
     if first_stage + max_stages > 1024:
@@ -293,7 +297,7 @@ def splitting(rounds: Rounds, pools, lam_0, lam_b, dt, settings: FluxSettings, *
     R = min(len(pool) for pool in pools) if n_points else 0
     settings = FluxSettings(replicas=R, trials=settings.trials, pilots=settings.pilots, p_target=settings.p_target,
                             rel_error=settings.rel_error, max_batches=settings.max_batches)
-    found = [[] for _ in range(n_points)]  # per point: (probability, failed-time weight) per replica and batch
+    found = [[] for _ in range(n_points)]  # per point and batch: (probability, failed-time weight) per replica
     resolved = np.ones(n_points, dtype=bool)
     lambdas = None
     todo = np.arange(n_points)
@@ -306,20 +310,21 @@ def splitting(rounds: Rounds, pools, lam_0, lam_b, dt, settings: FluxSettings, *
             lambdas = chain.chosen
             resolved = ~chain.unfinished
         for i, p in enumerate(todo):
-            found[p].extend(zip(chain.product[i], chain.failed[i]))
-        done = np.array([not resolved[p] or _relative_error([f[0] for f in found[p]]) <= settings.rel_error
+            found[p].append(np.stack([chain.product[i], chain.failed[i]]))
+        done = np.array([not resolved[p] or _relative_error(np.mean(found[p], axis=0)[0]) <= settings.rel_error
                          for p in range(n_points)])
         todo = np.flatnonzero(~done)
         if todo.size == 0:
             break
-    probability = np.array([np.mean([f[0] for f in fs]) for fs in found])
-    stderr = np.array([np.std([f[0] for f in fs], ddof=1) / math.sqrt(len(fs)) for fs in found])
+    per_replica = [np.mean(fs, axis=0) for fs in found]  # the batches of a replica share its pool: averaged first
+    probability = np.array([f[0].mean() for f in per_replica])
+    stderr = np.array([f[0].std(ddof=1) / math.sqrt(R) if R > 1 else math.inf for f in per_replica])
     with np.errstate(invalid="ignore", divide="ignore"):
-        failed_time = np.array([np.mean([f[1] for f in fs]) for fs in found]) / (1.0 - probability)
+        failed_time = np.array([f[1].mean() for f in per_replica]) / (1.0 - probability)
     probability[~resolved], stderr[~resolved] = 0.0, 0.0
     return {"probability": probability, "probability_stderr": stderr, "failed_time": failed_time,
             "interfaces": np.array([len(x) for x in lambdas]) if lambdas else np.zeros(0, np.int64),
-            "replicas": np.array([len(fs) for fs in found]), "resolved": resolved}
+            "replicas": np.full(n_points, R), "batches": np.array([len(fs) for fs in found]), "resolved": resolved}
 
 
 def _relative_error(rates) -> float:

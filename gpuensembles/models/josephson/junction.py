@@ -281,8 +281,8 @@ def running_wells(criterion, running_wells, model) -> int | None:
 CRITERION_TEXT = {
     "escape": "first escape over the barrier (see passage)",
     "voltage": ("the running state: {wells} wells advanced (net barrier tops crossed) without relaxing into a well "
-                "(energy above the well's bottom <= min(theta, 0.3 Delta U)); dated to the first crossing after the "
-                "last relaxation"),
+                "(energy above the well's bottom <= min(theta, 0.3 Delta U)); dated to the escape that started the run "
+                "(its last crossing out of the well of the last relaxation)"),
 }
 
 

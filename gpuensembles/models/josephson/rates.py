@@ -270,13 +270,15 @@ def _replicas(pools) -> list:
     """Escaped states (rows ``phi, v`` at the next well's bottom) in `RUN_REPLICAS` pools of the run kernel.
 
     Pools of forward flux sampling are merged into `RUN_REPLICAS` groups, replica ``r`` with
-    ``r + 16``, ``r + 32``, ...; the states of independent direct trials are dealt out in turn.
+    ``r + 16``, ``r + 32``, ... (replicas that died out before the next well are left out);
+    the states of independent direct trials are dealt out in turn.
     A start row of :func:`.running_physics.run_trial_kernel` is ``(phi - 2 pi, v, 1)``: one
     barrier crossed, the phase back in the well's frame.
     """
     states = [np.asarray(pool, dtype=float).reshape(-1, 2) for pool in pools]
-    if len(states) == 1:  # independent states: deal them out
-        count = max(2, min(RUN_REPLICAS, len(states[0])))
+    states = [pool for pool in states if len(pool)] or states[:1]  # replicas that died out reached nothing
+    if len(states) == 1:  # independent states: deal them out, one at least to each pool
+        count = max(1, min(RUN_REPLICAS, len(states[0])))
         states = [states[0][r::count] for r in range(count)]
     count = min(RUN_REPLICAS, len(states))
     groups = [np.concatenate(states[r::count]) for r in range(count)]
@@ -294,9 +296,11 @@ def _run_probabilities(plan, points, table, escaped, settings, tick) -> tuple:
     kernel = running.run_trial_kernel(settings["dtype"], settings["integrator"])
     run = trial_runner(kernel, _backend.resolve(plan.backend))
     steps = np.zeros(len(points), dtype=np.int64)
-    alive = np.array([all(len(pool) for pool in pools) for pools in escaped])  # points with no escape keep P = 0
+    # a point needs two pools of escaped states for an error; with fewer escapes it is left out
+    alive = np.array([len(pools) >= 2 and all(len(pool) for pool in pools) for pools in escaped])
     start = 2.0 - (np.pi - 2.0 * np.arcsin(gamma)) / (2.0 * np.pi)  # the next well's bottom
     out = np.zeros((len(points), 4))
+    out[~alive, 3] = -2  # fewer than two escapes measured: no run probability
     if alive.any():
         mine = np.flatnonzero(alive)
         sub = ffs.Rounds(run, table[mine], points[mine].astype(np.uint32), plan.seed, width=4,
@@ -437,7 +441,8 @@ def _voltage_variables(var, wells) -> dict:
         "failed_run_time": t_fail.assign_attrs(long_name="mean duration of an escape that is retrapped, from the "
                                                          "next well's bottom", units="1"),
         "run_interfaces": var(8).astype(np.int64).assign_attrs(
-            long_name="splitting stages of run_probability (-1: below 1e-21, not resolved)", units="1"),
+            long_name="splitting stages of run_probability (-1: below 1e-21, not resolved; -2: fewer than two "
+                      "escapes measured to start from)", units="1"),
         "switching_rate": switching.assign_attrs(
             long_name="rate of switching into the running state, rate * P / (1 + rate (1 - P) failed_run_time)",
             units="1"),

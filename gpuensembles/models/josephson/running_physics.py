@@ -14,8 +14,9 @@ voltage. Three definitions, shared by every kernel here and by the rate method
   particle last relaxed into a well. The phase is kept within one well, ``(-pi - arcsin
   gamma, pi - arcsin gamma]``, by shifting it by ``2 pi`` at each crossing (the dynamics
   are periodic), so float32 keeps its precision over any number of wells.
-* **running state**: ``running_wells`` wells advanced. Its time is that of the first
-  crossing after the last relaxation: the escape that started the run.
+* **running state**: ``running_wells`` wells advanced. Its time is that of the crossing
+  that took the phase out of the well of its last relaxation for the last time (from 0
+  wells advanced to 1): the escape that started the run, after any recrossings.
 
 A detector that integrates the voltage over a window ``tau`` and fires at a fraction ``f`` of
 the running voltage ``I R`` corresponds to ``running_wells ~ f * gamma * V0 / damping * tau /
@@ -74,7 +75,7 @@ def voltage_switching_kernel(dtype: str, integrator: str = "euler"):
     and ``wells`` (``running_wells``). The initial state, the ramp, the steps and the random
     numbers are those of ``switching_kernel``, so up to the first barrier crossing a
     realization follows the same path under both criteria. The recorded step count is that
-    of the first crossing after the last relaxation into a well.
+    of the escape that started the run: the last crossing from 0 wells advanced to 1.
     """
     F, euler = _step("underdamped", dtype, integrator)
     normals4 = rng.normals4_f32 if dtype == "float32" else rng.normals4_f64
@@ -114,7 +115,7 @@ def voltage_switching_kernel(dtype: str, integrator: str = "euler"):
             if phi > top:
                 phi -= two_pi
                 wells += 1
-                if since < 0:
+                if wells == 1:  # out of the well of the last relaxation: a run starts
                     since = k + j + 1
                 if wells >= coef[11]:
                     return (since, phi, v, wells, since) + following, 1

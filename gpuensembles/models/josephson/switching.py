@@ -108,7 +108,8 @@ def switching_currents(
         a RuntimeWarning says when most switching lies below it). ``"voltage"`` (underdamped
         model): the junction has entered the running state, the phase having advanced
         ``running_wells`` wells without relaxing into a well; escapes that are retrapped are
-        followed on, and the recorded switch is the barrier crossing that started the run
+        followed on, and the recorded switch is the escape that started the run (its last
+        crossing out of the well where the phase last relaxed)
         (:mod:`.running_physics`; docs page "Phase diffusion and retrapping"). With
         ``method="rates"`` the rate drawn from is the rate of switching into the running
         state (:func:`escape_rates` with ``criterion="voltage"``).
