@@ -182,3 +182,29 @@ def test_gpu_rates_agree_with_cpu_and_the_exact_rate():
     assert np.all(np.abs(gpu.rate - cpu.rate) <= 4 * combined)
     bias = 2 * h * math.cos(math.asin(0.5)) * exact
     assert np.all(np.abs(gpu.rate.values - exact) <= 4 * gpu.rate_stderr.values + bias)
+
+
+# --------------------------------------------------------------------------- the running state
+
+
+def test_gpu_voltage_switching_and_retrapping_agree_with_cpu():
+    # a hot junction of Q = 3.5 (V0 = 1, theta = 0.17), most escapes retrapped: GPU and CPU
+    # samples of the same distributions (different hardware arithmetic, same random numbers)
+    hot = dict(V0=1.0, damping=1 / 3.5, D=0.17 / 3.5, h=0.05, integrator="baoab", progress=False)
+    kw = dict(hot, dgamma=2e-6, gamma_start=0.2, criterion="voltage", running_wells=10, realizations=4000, seed=3)
+    cpu = ge.switching_currents(backend="cpu", **kw).switching_current.values
+    gpu = ge.switching_currents(backend="cuda", **kw).switching_current.values
+    assert stats.ks_2samp(cpu, gpu).pvalue > 0.01
+    kw = dict(hot, D=0.003 / 3.5, dgamma=1e-5, gamma_start=0.8, realizations=4000, seed=4)
+    cpu = ge.retrapping_currents(backend="cpu", **kw).retrapping_current.values
+    gpu = ge.retrapping_currents(backend="cuda", **kw).retrapping_current.values
+    assert stats.ks_2samp(cpu, gpu).pvalue > 0.01
+
+
+def test_gpu_run_probability_agrees_with_cpu():
+    hot = dict(V0=1.0, damping=1 / 3.5, D=0.17 / 3.5, h=0.05, integrator="baoab", progress=False)
+    kw = dict(hot, gamma=[0.35, 0.45], rel_error=0.05, criterion="voltage", running_wells=10, seed=5)
+    cpu, gpu = ge.escape_rates(backend="cpu", **kw), ge.escape_rates(backend="cuda", **kw)
+    for name in ("run_probability", "switching_rate"):
+        z = z_score(gpu[name].values, gpu[f"{name}_stderr"].values, cpu[name].values, cpu[f"{name}_stderr"].values)
+        assert np.all(np.abs(z) < 4), (name, z)

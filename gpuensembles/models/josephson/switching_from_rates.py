@@ -225,7 +225,8 @@ def _at_points(rates, gamma) -> xr.Dataset:
     """What the rate simulations measured at the biases ``gamma`` (the points of the final curve)."""
     merged = xr.concat(rates.info["measured"], dim="gamma", data_vars="all", coords="minimal", compat="override",
                        combine_attrs="override")
-    return merged.sel(gamma=np.asarray(gamma))
+    # a bias whose first measurement was left out (a rate of 0) may have been measured again
+    return merged.drop_duplicates("gamma", keep="last").sel(gamma=np.asarray(gamma))
 
 
 def _drawn(curve, gamma_dot, sweep_dims, realizations, seed, chunks, ends):
