@@ -24,10 +24,8 @@ retrapping" quotes):
 
 import argparse
 import functools
-import json
 import math
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -38,7 +36,7 @@ import gpuensembles as ge
 from gpuensembles.models.josephson import fulton_dunkleberger as fd
 from gpuensembles.models.josephson import theory
 
-from .bench_rates import LI_H, _g, _table, _timed
+from .bench_rates import LI_H, _g, _table, _timed, run_sections
 from .bench_switching import LI2007
 
 SECTIONS = ("li", "validate", "turnover", "pair")
@@ -210,19 +208,23 @@ def _meeting(records):
 
 
 def pair(backend, size, save=None, seed=10):
-    """Switching (voltage) and retrapping currents of the Li junction by direct ramps, 30,000 each."""
+    """Switching (voltage) and retrapping currents of the Li junction by direct ramps at 0.3 and 1.2 K, 30,000 each."""
     s = SIZES[size]
-    kw = dict(physical=_li(s["pair_sweep"]), h=s["h"], integrator="baoab", realizations=s["realizations"],
-              backend=backend, progress=False)
-    switching, t_s = _timed(lambda: ge.switching_currents(**kw, criterion="voltage", gamma_start="auto", seed=seed))
-    retrapping, t_r = _timed(lambda: ge.retrapping_currents(**kw, seed=seed + 1))
-    _save(save, "pair_switching", switching)
-    _save(save, "pair_retrapping", retrapping)
-    rows = [[name, int(ds[flag].sum()), _g(float(ds[var].mean()), 5), _g(float(ds[var].std()), 4), f"{t:.1f}"]
-            for name, ds, var, flag, t in (("switching", switching, "switching_current", "switched", t_s),
-                                           ("retrapping", retrapping, "retrapping_current", "retrapped", t_r))]
-    return _table(f"Li junction at {s['pair_sweep']:g}/s, direct ramps", ["", "n", "mean", "std", "s"], rows), [
-        dict(name=r[0], n=r[1], mean=float(r[2]), std=float(r[3]), seconds=float(r[4])) for r in rows]
+    rows = []
+    for T in (0.3, 1.2):
+        kw = dict(physical=_li(s["pair_sweep"], T=T), h=s["h"], integrator="baoab", realizations=s["realizations"],
+                  backend=backend, progress=False)
+        switching, t_s = _timed(lambda kw=kw: ge.switching_currents(**kw, criterion="voltage", gamma_start="auto",
+                                                                    seed=seed))
+        retrapping, t_r = _timed(lambda kw=kw: ge.retrapping_currents(**kw, seed=seed + 1))
+        _save(save, f"pair_T{T:g}_switching", switching)
+        _save(save, f"pair_T{T:g}_retrapping", retrapping)
+        rows += [[T, name, int(ds[flag].sum()), _g(float(ds[var].mean()), 5), _g(float(ds[var].std()), 4), f"{t:.1f}"]
+                 for name, ds, var, flag, t in (("switching", switching, "switching_current", "switched", t_s),
+                                                ("retrapping", retrapping, "retrapping_current", "retrapped", t_r))]
+    return _table(f"Li junction at {s['pair_sweep']:g}/s, direct ramps", ["T [K]", "", "n", "mean", "std", "s"],
+                  rows), [dict(T=r[0], name=r[1], n=r[2], mean=float(r[3]), std=float(r[4]), seconds=float(r[5]))
+                          for r in rows]
 
 
 def main(argv=None):
@@ -235,24 +237,7 @@ def main(argv=None):
     size, backend = ("quick", "cpu") if args.quick else ("gpu", "cuda")
     if args.save:
         Path(args.save).mkdir(parents=True, exist_ok=True)
-    texts, results = [], {}
-    for name in args.only.split(","):
-        t0 = time.perf_counter()
-        try:
-            text, records = globals()[name](backend, size, args.save)
-        except Exception as err:  # noqa: BLE001  (one failing section must not hide the others)
-            import traceback
-
-            traceback.print_exc()
-            text, records = f"{name}: FAILED ({type(err).__name__}: {err})", None
-        print(text, flush=True)
-        print(f"[{name}: {time.perf_counter() - t0:.0f} s]\n", flush=True)
-        texts.append(text)
-        results[name] = records
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=1, default=float)
-    print("\n\n".join(texts))
+    results = run_sections(args.only.split(","), lambda name: globals()[name](backend, size, args.save), args.json)
     return 0 if all(r is not None for r in results.values()) else 1
 
 

@@ -228,17 +228,17 @@ class RatePoint:
     track_seconds.unit = "s"
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default=",".join(SECTIONS))
-    parser.add_argument("--json")
-    parser.add_argument("--backend", default="cuda")
-    args = parser.parse_args(argv)
+def run_sections(names, section, json_path=None) -> dict:
+    """Run each section ``section(name) -> (text, records)``, print its table, and collect the records.
+
+    One failing section prints its traceback and ``FAILED`` and does not hide the others (its
+    records are None); ``json_path`` receives the records; the tables are printed again at the end.
+    """
     texts, results = [], {}
-    for name in args.only.split(","):
+    for name in names:
         t0 = time.perf_counter()
         try:
-            text, records = globals()[name](args.backend)
+            text, records = section(name)
         except Exception as err:  # noqa: BLE001  (one failing section must not hide the others)
             import traceback
 
@@ -248,10 +248,20 @@ def main(argv=None):
         print(f"[{name}: {time.perf_counter() - t0:.0f} s]\n", flush=True)
         texts.append(text)
         results[name] = records
-    if args.json:
-        with open(args.json, "w") as f:
+    if json_path:
+        with open(json_path, "w") as f:
             json.dump(results, f, indent=1, default=float)
     print("\n\n".join(texts))
+    return results
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default=",".join(SECTIONS))
+    parser.add_argument("--json")
+    parser.add_argument("--backend", default="cuda")
+    args = parser.parse_args(argv)
+    run_sections(args.only.split(","), lambda name: globals()[name](args.backend), args.json)
     return 0
 
 

@@ -139,3 +139,16 @@ def test_rate_point_benchmark_runs_small():
     assert math.isfinite(seconds) and seconds > 0
     assert str(ds.method.values) == "ffs" and float(ds.rate) > 0
     assert bench_rates.RatePoint.track_seconds.unit == "s"
+
+
+def test_phase_diffusion_report_runs_at_its_quick_size(tmp_path):
+    """The switching and retrapping pair of ``benchmarks.bench_phase_diffusion`` at its CPU size,
+    and the crossover estimate between two temperatures."""
+    from benchmarks import bench_phase_diffusion
+
+    text, records = bench_phase_diffusion.pair("cpu", "quick", save=tmp_path)
+    assert "retrapping" in text and {r["T"] for r in records} == {0.3, 1.2}
+    assert all(math.isfinite(r["mean"]) and r["n"] > 0 for r in records)
+    assert len(list(tmp_path.glob("pair_*.nc"))) == 4
+    rows = [dict(T=0.5, escape={"mean": 0.6}, retrapping=0.5), dict(T=1.0, escape={"mean": 0.4}, retrapping=0.6)]
+    assert bench_phase_diffusion._meeting(rows) == pytest.approx(0.5 + 0.5 * 0.1 / 0.3)  # the gap 0.1, -0.2 crosses 0

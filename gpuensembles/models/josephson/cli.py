@@ -127,29 +127,14 @@ def _add_criterion(parser):
                         help="--criterion voltage: wells the running phase advances before it counts (default 100)")
 
 
-def run_switching_currents(args):
-    """Run ``switching-currents`` (after printing its work estimate to stderr)."""
+def _junction(args) -> dict:
+    """``h`` and the junction of a ramp's options: a ``--preset``, the SI options or the normalized ones."""
     preset = dict(PRESETS.get(args.preset, {}))
     physical = {k: values(getattr(args, k)) if getattr(args, k) is not None else preset.get(k) for k in PHYSICAL}
     h = values(args.h) if args.h is not None else preset.get("h")
     if h is None:
         raise ValueError("h is required (or a --preset that sets it)")
     normalized = dict(V0=values(args.V0), damping=values(args.damping), D=values(args.D), dgamma=values(args.dgamma))
-    kwargs = dict(h=h, gamma_start=args.gamma_start if args.gamma_start == "auto" else float(args.gamma_start),
-                  gamma_end=args.gamma_end, start=args.start, criterion=args.criterion,
-                  running_wells=args.running_wells, **_common_kwargs(args))
-    if args.method == "rates":  # passage and start are those of rate theory (see switching_currents)
-        kwargs.update(method="rates", rel_error=args.rel_error)
-        del kwargs["passage"], kwargs["start"]
-    kwargs.update(_junction_form(physical, normalized))
-    if args.method == "rates":  # a few rate simulations: no ramp to estimate
-        return switching_currents(**kwargs)
-    with on_start(lambda: _estimate(kwargs)):
-        return switching_currents(**kwargs)
-
-
-def _junction_form(physical, normalized) -> dict:
-    """``physical=`` from the SI options, or the normalized options given; refuses a mix or an incomplete SI form."""
     if any(v is not None for v in physical.values()):
         missing = [k for k, v in physical.items() if v is None]
         if missing:
@@ -157,8 +142,22 @@ def _junction_form(physical, normalized) -> dict:
         if any(v is not None for v in normalized.values()):
             raise ValueError("give either the SI options (--R --C --Ic --T --sweep-rate) "
                              "or --V0/--damping/--D/--dgamma")
-        return {"physical": physical}
-    return {k: v for k, v in normalized.items() if v is not None}
+        return {"h": h, "physical": physical}
+    return {"h": h, **{k: v for k, v in normalized.items() if v is not None}}
+
+
+def run_switching_currents(args):
+    """Run ``switching-currents`` (after printing its work estimate to stderr)."""
+    kwargs = dict(gamma_start=args.gamma_start if args.gamma_start == "auto" else float(args.gamma_start),
+                  gamma_end=args.gamma_end, start=args.start, criterion=args.criterion,
+                  running_wells=args.running_wells, **_common_kwargs(args), **_junction(args))
+    if args.method == "rates":  # passage and start are those of rate theory (see switching_currents)
+        kwargs.update(method="rates", rel_error=args.rel_error)
+        del kwargs["passage"], kwargs["start"]
+    if args.method == "rates":  # a few rate simulations: no ramp to estimate
+        return switching_currents(**kwargs)
+    with on_start(lambda: _estimate(kwargs)):
+        return switching_currents(**kwargs)
 
 
 def add_retrapping_currents(parser):
@@ -183,16 +182,9 @@ def add_retrapping_currents(parser):
 
 def run_retrapping_currents(args):
     """Run ``retrapping-currents``."""
-    preset = dict(PRESETS.get(args.preset, {}))
-    physical = {k: values(getattr(args, k)) if getattr(args, k) is not None else preset.get(k) for k in PHYSICAL}
-    h = values(args.h) if args.h is not None else preset.get("h")
-    if h is None:
-        raise ValueError("h is required (or a --preset that sets it)")
-    normalized = dict(V0=values(args.V0), damping=values(args.damping), D=values(args.D), dgamma=values(args.dgamma))
-    kwargs = dict(h=h, gamma_start=values(args.gamma_start), gamma_end=args.gamma_end, realizations=args.realizations,
-                  integrator=args.integrator, dtype=args.dtype, store=args.store, **commands.run_options(args),
-                  **_junction_form(physical, normalized))
-    return retrapping_currents(**kwargs)
+    return retrapping_currents(gamma_start=values(args.gamma_start), gamma_end=args.gamma_end,
+                               realizations=args.realizations, integrator=args.integrator, dtype=args.dtype,
+                               store=args.store, **commands.run_options(args), **_junction(args))
 
 
 def _estimate(kwargs):

@@ -404,6 +404,7 @@ def moments(curve: RateCurve, gamma_dot, *, gamma_start=0.0, gamma_end=1.0, draw
     ends = dict(gamma_start=gamma_start, gamma_end=gamma_end)
 
     def of(c):
+        """``(mean, std)`` of the distribution of curve ``c``, given switching."""
         x = quantile(u, c, gamma_dot, **ends)
         x = x[np.isfinite(x)]
         return (x.mean(), x.std()) if x.size else (np.nan, np.nan)

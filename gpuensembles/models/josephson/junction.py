@@ -220,6 +220,27 @@ def attributes(plan, raw, function, model, dtype, passage, integrator, call, **e
 # --------------------------------------------------------------------------- switching currents
 
 
+def ramp(physical, h, V0, damping, D, dgamma, *, model, dtype, passage, integrator, gamma_end, wells,
+         check=None) -> tuple:
+    """``(params, units, gamma_end)`` of a rising ramp: its junction (either form) and bias, validated.
+
+    The checks of :func:`resolve_units` and :func:`validated`, a positive ``dgamma``, a
+    ``gamma_end`` in (0, 1], the time step at zero bias (:func:`check_step`), and under the
+    voltage criterion (``wells`` given) the warning of :func:`warn_euler_heating`.
+    """
+    V0, damping, D, dgamma, units = resolve_units(physical, h, V0, damping, D, dgamma, check=check)
+    params = validated(model, dtype, passage, integrator, V0=V0, damping=damping, D=D, h=h, dgamma=dgamma)
+    engine.check_range("dgamma", params["dgamma"], 0, low_open=True, hint=" (the ramp must increase the bias)")
+    gamma_end = engine.check_real("gamma_end", gamma_end)
+    if not 0 < gamma_end <= 1:
+        raise ValueError(f"gamma_end must be a number in (0, 1], got {gamma_end!r}")
+    check_step(model, params["V0"], params["damping"], xr.zeros_like(params["V0"]), params["h"])
+    if wells is not None:
+        warn_euler_heating(integrator, params["V0"], params["damping"], params["h"],
+                           "where escapes are retrapped and the running state is stable", stacklevel=3)
+    return params, units, gamma_end
+
+
 def single_value(name, value, why):
     """Refuse a swept value of ``name`` for ``method='rates'`` (one junction per rate curve)."""
     if np.ndim(value.values if isinstance(value, xr.DataArray) else value) != 0:

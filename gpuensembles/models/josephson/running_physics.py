@@ -67,6 +67,22 @@ def well_levels(gamma, V0, theta):
     return a, math.pi - a, -math.pi - a, -V0 * (cos_a + gamma * a), min(theta, BASIN_BARRIER_FRACTION * barrier)
 
 
+@rng.fjit
+def _normal(j, z0, z1, z2, z3):
+    """The ``j``-th of a block's four normals."""
+    return z0 if j == 0 else (z1 if j == 1 else (z2 if j == 2 else z3))
+
+
+@rng.fjit
+def _relaxed(phi, v, V0, gamma, u_bottom, basin):
+    """Has the particle at ``(phi, v)`` relaxed into its well (energy above the bottom at most ``basin``)?
+
+    All arguments in the working float type; ``phi`` in the well's frame. Both sides are
+    doubled, so no float64 literal promotes float32 arithmetic.
+    """
+    return v * v - (V0 + V0) * (math.cos(phi) + gamma * phi) - (u_bottom + u_bottom) <= basin + basin
+
+
 @functools.cache
 def voltage_switching_kernel(dtype: str, integrator: str = "euler"):
     """Switching into the running state under a rising bias ramp (module docstring).
@@ -80,7 +96,7 @@ def voltage_switching_kernel(dtype: str, integrator: str = "euler"):
     F, euler = _step("underdamped", dtype, integrator)
     normals4 = rng.normals4_f32 if dtype == "float32" else rng.normals4_f64
     baoab = integrator == "baoab"
-    two_pi, half = F(_TWO_PI), F(0.5)
+    two_pi = F(_TWO_PI)
     jit = rng.fjit
 
     @jit
@@ -110,8 +126,7 @@ def voltage_switching_kernel(dtype: str, integrator: str = "euler"):
         top, left, c = F(top), F(left), F(coef[2] * gamma)
         end = min(max_steps, coef[7])
         for j in range(min(4, end - k)):
-            z = z0 if j == 0 else (z1 if j == 1 else (z2 if j == 2 else z3))
-            phi, v = euler(phi, v, z, coef[0], coef[1], c, coef[3], coef[4])
+            phi, v = euler(phi, v, _normal(j, z0, z1, z2, z3), coef[0], coef[1], c, coef[3], coef[4])
             if phi > top:
                 phi -= two_pi
                 wells += 1
@@ -123,7 +138,7 @@ def voltage_switching_kernel(dtype: str, integrator: str = "euler"):
                 phi += two_pi
                 wells -= 1
         k = min(k + 4, end)
-        if half * v * v - coef[12] * (math.cos(phi) + F(gamma) * phi) - F(u_bottom) <= F(basin):
+        if _relaxed(phi, v, coef[12], F(gamma), F(u_bottom), F(basin)):
             wells, since = np.int64(0), np.int64(-1)
         return (k, phi, v, wells, since) + following, (2 if k >= end else 0)
 
@@ -149,7 +164,7 @@ def retrapping_kernel(dtype: str, integrator: str = "euler"):
     F, euler = _step("underdamped", dtype, integrator)
     normals4 = rng.normals4_f32 if dtype == "float32" else rng.normals4_f64
     baoab = integrator == "baoab"
-    two_pi, half = F(_TWO_PI), F(0.5)
+    two_pi = F(_TWO_PI)
     jit = rng.fjit
 
     @jit
@@ -173,15 +188,14 @@ def retrapping_kernel(dtype: str, integrator: str = "euler"):
         top, left, c = F(top), F(left), F(coef[2] * gamma)
         end = min(max_steps, coef[7])
         for j in range(min(4, end - k)):
-            z = z0 if j == 0 else (z1 if j == 1 else (z2 if j == 2 else z3))
-            phi, v = euler(phi, v, z, coef[0], coef[1], c, coef[3], coef[4])
+            phi, v = euler(phi, v, _normal(j, z0, z1, z2, z3), coef[0], coef[1], c, coef[3], coef[4])
             if phi > top:
                 phi -= two_pi
                 last = k + j + 1
             elif phi < left:
                 phi += two_pi
         k = min(k + 4, end)
-        if half * v * v - coef[10] * (math.cos(phi) + F(gamma) * phi) - F(u_bottom) <= F(basin):
+        if _relaxed(phi, v, coef[10], F(gamma), F(u_bottom), F(basin)):
             return (last, phi, v, last) + following, 1
         return (k, phi, v, last) + following, (2 if k >= end else 0)
 
@@ -204,7 +218,7 @@ def run_trial_kernel(dtype: str, integrator: str = "euler"):
     F, euler = _step("underdamped", dtype, integrator)
     normals4 = rng.normals4_f32 if dtype == "float32" else rng.normals4_f64
     baoab = integrator == "baoab"
-    two_pi, half = F(_TWO_PI), F(0.5)
+    two_pi = F(_TWO_PI)
     per_well = 1.0 / _TWO_PI
     jit = rng.fjit
 
@@ -229,8 +243,7 @@ def run_trial_kernel(dtype: str, integrator: str = "euler"):
         k, phi, v, wells, largest, z0, z1, z2, z3 = state
         following = normals4(seed, stream, trial, (k >> 2) + 1)
         for j in range(min(4, max_steps - k)):
-            z = z0 if j == 0 else (z1 if j == 1 else (z2 if j == 2 else z3))
-            phi, v = euler(phi, v, z, coef[0], coef[1], coef[2], coef[3], coef[4])
+            phi, v = euler(phi, v, _normal(j, z0, z1, z2, z3), coef[0], coef[1], coef[2], coef[3], coef[4])
             if phi > coef[5]:
                 phi -= two_pi
                 wells += 1
@@ -244,7 +257,7 @@ def run_trial_kernel(dtype: str, integrator: str = "euler"):
             if x <= lo:
                 return (k + j + 1, phi, v, wells, largest) + following, RETURNED
         k = min(k + 4, max_steps)
-        if half * v * v - coef[7] * (math.cos(phi) + coef[8] * phi) - coef[9] <= coef[10]:
+        if _relaxed(phi, v, coef[7], coef[8], coef[9], coef[10]):
             return (k, phi, v, wells, largest) + following, RETURNED
         return (k, phi, v, wells, largest) + following, (CENSORED if k == max_steps else RUNNING)
 

@@ -159,16 +159,8 @@ def switching_currents(
     if wells is not None and passage != "barrier_top":
         raise ValueError(f"passage={passage!r} applies to criterion='escape'; criterion='voltage' dates a switch to "
                          "the barrier crossing that started the run (leave passage at 'barrier_top')")
-    V0, damping, D, dgamma, units = junction.resolve_units(physical, h, V0, damping, D, dgamma)
-    params = junction.validated(model, dtype, passage, integrator, V0=V0, damping=damping, D=D, h=h, dgamma=dgamma)
-    engine.check_range("dgamma", params["dgamma"], 0, low_open=True, hint=" (the ramp must increase the bias)")
-    gamma_end = engine.check_real("gamma_end", gamma_end)
-    if not 0 < gamma_end <= 1:
-        raise ValueError(f"gamma_end must be a number in (0, 1], got {gamma_end!r}")
-    junction.check_step(model, params["V0"], params["damping"], xr.zeros_like(params["V0"]), params["h"])
-    if wells is not None:
-        junction.warn_euler_heating(integrator, params["V0"], params["damping"], params["h"],
-                                    "where escapes are retrapped and the running state is stable")
+    params, units, gamma_end = junction.ramp(physical, h, V0, damping, D, dgamma, model=model, dtype=dtype,
+                                             passage=passage, integrator=integrator, gamma_end=gamma_end, wells=wells)
     if isinstance(gamma_start, str):
         if gamma_start != "auto":
             raise ValueError(f"gamma_start must be a number in [0, 1) or 'auto', got {gamma_start!r}")

@@ -78,18 +78,11 @@ def run(*, h, realizations, damping, D, dgamma, V0, physical, gamma_start, gamma
             junction.single_value(name, engine.as_parameter(name, physical[name]), one_curve)
         junction.single_value("h", engine.as_parameter("h", h), one_curve)
 
-    V0, damping, D, dgamma, units = junction.resolve_units(physical, h, V0, damping, D, dgamma, check=one_junction)
-    params = junction.validated(model, dtype, "next_well", integrator, V0=V0, damping=damping, D=D, h=h, dgamma=dgamma)
+    params, units, gamma_end = junction.ramp(physical, h, V0, damping, D, dgamma, model=model, dtype=dtype,
+                                             passage="next_well", integrator=integrator, gamma_end=gamma_end,
+                                             wells=wells, check=one_junction)
     for name in ("V0", "damping", "D", "h"):
         junction.single_value(name, params[name], one_curve)
-    engine.check_range("dgamma", params["dgamma"], 0, low_open=True, hint=" (the ramp must increase the bias)")
-    gamma_end = engine.check_real("gamma_end", gamma_end)
-    if not 0 < gamma_end <= 1:
-        raise ValueError(f"gamma_end must be a number in (0, 1], got {gamma_end!r}")
-    junction.check_step(model, params["V0"], params["damping"], xr.zeros_like(params["V0"]), params["h"])
-    if wells is not None:
-        junction.warn_euler_heating(integrator, params["V0"], params["damping"], params["h"],
-                                    "the run probability of an escape")
     V0, damping, D, h = (float(params[k]) for k in ("V0", "damping", "D", "h"))
     theta = D / damping
     sweep_name = "sweep_rate" if physical is not None else "dgamma"
