@@ -23,12 +23,12 @@ def test_docs_build_and_examples_run(tmp_path):
         env=env, capture_output=True, text=True, timeout=900,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    for page in ("index", "getting_started", "josephson", "switching_rates", "validation", "scaling", "performance",
-                 "mcls", "langevin", "ising", "xorsat", "api", "contributing"):
+    for page in ("index", "getting_started", "josephson", "switching_rates", "phase_diffusion", "validation", "scaling",
+                 "performance", "mcls", "langevin", "ising", "xorsat", "api", "contributing"):
         assert (tmp_path / "html" / f"{page}.html").exists()
     # the gallery ran the examples: their figures and their NetCDF outputs exist
     for name, variable in (("arrhenius", "escape_time"), ("switching_li2007", "switching_current"),
-                           ("switching_rates_li2007", "cdf"),
+                           ("switching_rates_li2007", "cdf"), ("phase_diffusion", "run_probability"),
                            ("mcls_laplacian", "x"), ("langevin_fig2", "density"), ("kuramoto_fig4", "r"),
                            ("ising_thesis", "bin_e"), ("xorsat_tts", "tts_sweeps")):
         assert (tmp_path / "html" / "_images" / f"sphx_glr_{name}_001.png").stat().st_size > 10_000
@@ -40,3 +40,8 @@ def test_docs_build_and_examples_run(tmp_path):
     assert np.all(np.diff(li.switching_current.mean("realization").values) > 0)
     assert float(li.adiabaticity.max()) < 0.01
     assert int(li.rate_steps.sum()) > 0 and li.attrs["backend"] == "cpu"
+    # the Li junction under the voltage criterion: it switches above the retrapping current, where
+    # the escape criterion's distribution lies below it (the phase diffusion page's first panel)
+    voltage = ge.open_dataset(tmp_path / "phase_diffusion.nc")
+    assert voltage.attrs["criterion"] == "voltage" and voltage.switched.all()
+    assert float(voltage.switching_current.min()) > 0.353
