@@ -227,6 +227,40 @@ def pair(backend, size, save=None, seed=10):
                           for r in rows]
 
 
+class LiVoltageSwitching:
+    """asv: GPU seconds of the Li junction at 1, 200 and 1e4 /s from one rate curve, rates to 1%.
+
+    Under ``criterion="voltage"`` (run probabilities included) and, the baseline, under
+    ``criterion="escape"``; kernels compiled in ``setup``. Each figure is one whole call (minutes):
+    the result must be the physics (voltage above I_r, escape below it at 1/s), or no time counts.
+    """
+
+    params = (["voltage", "escape"],)
+    param_names = ["criterion"]
+    timeout = 900
+    number, repeat = 1, 1
+
+    def setup(self, criterion):
+        from .bench_escape_times import gpu_available
+
+        if not gpu_available():
+            raise NotImplementedError("no GPU")
+        self.kw = dict(physical=_li(SWEEPS), h=LI_H, integrator="baoab", method="rates", realizations=30_000,
+                       rel_error=0.01, criterion=criterion, backend="cuda", progress=False)
+        _quiet(lambda: ge.switching_currents(**dict(self.kw, physical=_li(1e4), rel_error=0.5, realizations=10),
+                                             seed=1))
+
+    def track_seconds(self, criterion):
+        ds, seconds = _timed(lambda: _quiet(lambda: ge.switching_currents(**self.kw, seed=4)))
+        slowest = float(ds.switching_current.isel(sweep_rate=0).mean())
+        retrapping = float(theory.retrapping_current(theory.quality_factor(float(ds.attrs["V0"]),
+                                                                           float(ds.attrs["damping"]))))
+        assert (slowest > retrapping) == (criterion == "voltage"), (criterion, slowest, retrapping)
+        return seconds
+
+    track_seconds.unit = "s"
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default=",".join(SECTIONS))

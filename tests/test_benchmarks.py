@@ -152,3 +152,15 @@ def test_phase_diffusion_report_runs_at_its_quick_size(tmp_path):
     assert len(list(tmp_path.glob("pair_*.nc"))) == 4
     rows = [dict(T=0.5, escape={"mean": 0.6}, retrapping=0.5), dict(T=1.0, escape={"mean": 0.4}, retrapping=0.6)]
     assert bench_phase_diffusion._meeting(rows) == pytest.approx(0.5 + 0.5 * 0.1 / 0.3)  # the gap 0.1, -0.2 crosses 0
+
+
+def test_phase_diffusion_asv_benchmark_skips_cleanly_without_gpu():
+    from benchmarks import bench_escape_times, bench_phase_diffusion
+
+    bench = bench_phase_diffusion.LiVoltageSwitching()
+    if bench_escape_times.gpu_available():
+        bench.setup("voltage")  # runs for real: the small call that compiles the kernels
+        assert bench.kw["criterion"] == "voltage"
+    else:
+        with pytest.raises(NotImplementedError):  # asv's way to skip
+            bench.setup("voltage")
