@@ -125,11 +125,15 @@ def test_simulator_trials_equal_cpu_bit_for_bit(simulated):
     assert simulated["trials"] == cpu
 
 
-def test_simulator_run_trials_equal_cpu_bit_for_bit(simulated):
-    # escaped states that reach the running state and ones that relax into a well, two parameter rows
+def test_simulator_run_trials_equal_cpu(simulated):
+    # escaped states that reach the running state and ones that relax into a well, two parameter rows:
+    # the same steps and outcomes; the end states to rounding (the CPU build may fuse multiply-adds,
+    # fastmath's "contract", where the simulator runs the same source in Python)
     cpu = run_round("cpu")
+    sim = simulated["run-trials"]
     assert {1, 2} <= set(cpu["status"])
-    assert simulated["run-trials"] == cpu
+    assert sim["steps"] == cpu["steps"] and sim["status"] == cpu["status"]
+    np.testing.assert_allclose(sim["ends"], cpu["ends"], rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("function, case", [("switching_currents", "switching_voltage"),
