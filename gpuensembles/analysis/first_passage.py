@@ -41,16 +41,9 @@ def mean(times: xr.DataArray, passed: xr.DataArray, dim: str = REALIZATION, cens
         ``mean``, ``stderr`` (sample std / sqrt(n)), ``n`` (realizations used) and
         ``n_censored``, each without ``dim``.
     """
-    check_choice("censored", censored, CENSORED)
-    check_dim("dim", dim, times.dims)
-    kept = times.where(passed)
-    n = passed.sum(dim)
-    n_censored = (~passed).sum(dim)
-    m = kept.mean(dim)
-    se = kept.std(dim, ddof=1) / np.sqrt(n)
-    if censored == "nan":
-        m = m.where(n_censored == 0)
-        se = se.where(n_censored == 0)
+    kept, n, n_censored, blank = _passed_only(times, passed, dim, censored)
+    m = kept.mean(dim).where(~blank)
+    se = (kept.std(dim, ddof=1) / np.sqrt(n)).where(~blank)
     units = times.attrs.get("units", "1")
     return xr.Dataset(
         {
@@ -60,6 +53,100 @@ def mean(times: xr.DataArray, passed: xr.DataArray, dim: str = REALIZATION, cens
             "n_censored": n_censored.assign_attrs(long_name="realizations that did not pass"),
         }
     )
+
+
+def _passed_only(times, passed, dim, censored):
+    """The values that passed, the count of them and of the others, and the mask of points to report NaN at."""
+    check_choice("censored", censored, CENSORED)
+    check_dim("dim", dim, times.dims)
+    n_censored = (~passed).sum(dim)
+    return times.where(passed), passed.sum(dim), n_censored, (n_censored > 0) if censored == "nan" else False
+
+
+def spread(times: xr.DataArray, passed: xr.DataArray, dim: str = REALIZATION, censored: str = "nan") -> xr.Dataset:
+    """Standard deviation of the passage times (or switching currents) with its standard error.
+
+    The error is the delta method's, ``sqrt((m4 - s^4) / n) / (2 s)`` with ``m4`` the fourth
+    central moment: no normal distribution is assumed (switching distributions are skewed).
+
+    Parameters
+    ----------
+    times, passed : DataArray
+        As in :func:`mean`.
+    dim : str
+        Ensemble dimension.
+    censored : {"nan", "drop"}
+        As in :func:`mean`.
+
+    Returns
+    -------
+    Dataset
+        ``std`` (sample standard deviation, ``ddof=1``), ``stderr`` and ``n``, without ``dim``.
+    """
+    kept, n, _, blank = _passed_only(times, passed, dim, censored)
+    s = kept.std(dim, ddof=1)
+    m4 = ((kept - kept.mean(dim)) ** 4).mean(dim)
+    se = np.sqrt(np.maximum(m4 - s**4, 0.0) / n) / (2.0 * s)
+    units, name = times.attrs.get("units", "1"), times.attrs.get("long_name", "passage time")
+    return xr.Dataset({
+        "std": s.where(~blank).assign_attrs(long_name=f"standard deviation of the {name}", units=units),
+        "stderr": se.where(~blank).assign_attrs(long_name="standard error of std (delta method)", units=units),
+        "n": n.assign_attrs(long_name="realizations used"),
+    })
+
+
+def percentile(times: xr.DataArray, passed: xr.DataArray, q, dim: str = REALIZATION,
+               censored: str = "nan") -> xr.Dataset:
+    """Percentiles of the passage times (or switching currents) with distribution-free standard errors.
+
+    The error of the ``q`` percentile is half the width of the order-statistic interval that
+    holds it with probability 95% (the sample percentiles at ``q/100 -+ 1.96 sqrt(q/100 (1 - q/100) / n)``)
+    over ``2 * 1.96``: no density is estimated.
+
+    Parameters
+    ----------
+    times, passed : DataArray
+        As in :func:`mean`; ``dim`` must be a single chunk if the data are dask-backed.
+    q : float or array, in (0, 100)
+        Percentiles.
+    dim : str
+        Ensemble dimension.
+    censored : {"nan", "drop"}
+        As in :func:`mean`.
+
+    Returns
+    -------
+    Dataset
+        ``percentile`` and ``stderr`` over ``percentile_q`` (and the other dimensions), and ``n``.
+    """
+    q = np.atleast_1d(np.asarray(q, dtype=float))
+    if q.ndim != 1 or not np.all((q > 0) & (q < 100)):
+        raise ValueError(f"q must be percentiles in (0, 100), got {q!r}")
+    kept, n, _, blank = _passed_only(times, passed, dim, censored)
+    u = q / 100.0
+
+    def quantiles(x):
+        """The sample quantiles at ``u`` and at the ends of their 95% order-statistic intervals."""
+        x = x[np.isfinite(x)]
+        if x.size == 0:
+            return np.full((3, u.size), np.nan)
+        half = 1.96 * np.sqrt(u * (1.0 - u) / x.size)
+        return np.stack([np.quantile(x, p) for p in (u, np.clip(u - half, 0, 1), np.clip(u + half, 0, 1))])
+
+    found = xr.apply_ufunc(quantiles, kept, input_core_dims=[[dim]], output_core_dims=[["which", "percentile_q"]],
+                           vectorize=True, dask="parallelized", output_dtypes=[float],
+                           dask_gufunc_kwargs={"output_sizes": {"which": 3, "percentile_q": u.size}})
+    value, low, high = (found.isel(which=i, drop=True) for i in range(3))
+    units = times.attrs.get("units", "1")
+    coords = {"percentile_q": ("percentile_q", q, {"long_name": "percentile", "units": "percent"})}
+    return xr.Dataset({
+        "percentile": value.where(~blank).assign_attrs(long_name=f"percentile of the "
+                                                                 f"{times.attrs.get('long_name', 'passage time')}",
+                                                       units=units),
+        "stderr": ((high - low) / (2 * 1.96)).where(~blank).assign_attrs(
+            long_name="standard error of the percentile (order statistics)", units=units),
+        "n": n.assign_attrs(long_name="realizations used"),
+    }).assign_coords(coords)
 
 
 def survival(times: xr.DataArray, passed: xr.DataArray, t, censor_time: xr.DataArray, dim: str = REALIZATION,

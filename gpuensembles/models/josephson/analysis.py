@@ -7,6 +7,7 @@ Fulton-Dunkleberger and the Kramers/Mel'nikov rates use this family's
 :mod:`~gpuensembles.models.josephson.theory`.
 """
 
+import numpy as np
 import xarray as xr
 
 from ...analysis.first_passage import (
@@ -14,12 +15,82 @@ from ...analysis.first_passage import (
     kramers_fit,
     ks_compare,
     mean,
+    percentile,
     quasipotential,
     rate_from_histogram,
+    spread,
     survival,
 )
 from ...core.io import REALIZATION
 from ...core.validation import check_choice
+
+
+def rate_curve_errors(ds: xr.Dataset, quantiles=(), draws: int = 200, seed: int = 0) -> xr.Dataset:
+    """Standard errors that the rate curve of a ``method="rates"`` result gives its statistics.
+
+    The samples of such a result are exact draws from the Fulton-Dunkleberger distribution of
+    a *measured* rate curve; the curve's own errors move the whole distribution, an error no
+    number of samples reduces. It is found by resampling the curve: ``draws`` curves with
+    ``ln Gamma_j`` shifted by normal errors ``stderr_j / Gamma_j`` (independent between rate
+    points) give as many distributions
+    (:func:`~gpuensembles.models.josephson.fulton_dunkleberger.moments`), whose spread of the
+    mean, the width and the quantiles is the error. The rate is ``rate`` under the escape
+    criterion and ``switching_rate`` under the voltage criterion.
+
+    Parameters
+    ----------
+    ds : Dataset
+        A ``switching_currents(method="rates")`` result.
+    quantiles : array_like
+        Probabilities in (0, 1) of the quantiles whose errors are wanted.
+    draws : int
+        Resampled curves.
+    seed : int
+        Seed of the resampling.
+
+    Returns
+    -------
+    Dataset
+        ``mean_stderr``, ``std_stderr`` and ``quantile_stderr`` (over ``percentile_q``) over
+        the sweep dimensions, in the units of ``switching_current``.
+    """
+    from . import fulton_dunkleberger as fd
+
+    if "rate_gamma" not in ds.dims:
+        raise ValueError("rate_curve_errors needs a switching_currents(method='rates') result")
+    name = "switching_rate" if ds.attrs.get("criterion") == "voltage" else "rate"
+    curve = fd.make_curve(ds.rate_gamma.values, ds[name].values, ds[f"{name}_stderr"].values)
+    dgamma = ds["dgamma"] if "dgamma" in ds.coords else xr.DataArray(float(ds.attrs["dgamma"]))
+    ends = dict(gamma_start=float(ds.attrs["gamma_start"]), gamma_end=float(ds.attrs["gamma_end"]))
+    h = float(ds.attrs["h"])
+    found = [fd.moments(curve, float(g) / h, draws=draws, seed=seed, quantiles=quantiles, **ends)
+             for g in np.atleast_1d(dgamma.values)]
+    dims, coords = dgamma.dims, {k: v for k, v in dgamma.coords.items()}
+    units = {"units": ds["switching_current"].attrs.get("units", "1")}
+
+    def over(key):
+        """The ``key`` of every sweep point, as a DataArray over the sweep dimensions."""
+        values = np.array([f[key] for f in found]).reshape(dgamma.shape + np.shape(found[0][key]))
+        extra = ("percentile_q",) if key == "quantile_stderr" else ()
+        return xr.DataArray(values, dims=dims + extra, coords=coords, attrs=units)
+
+    out = xr.Dataset({"mean_stderr": over("mean_stderr"), "std_stderr": over("std_stderr"),
+                      "quantile_stderr": over("quantile_stderr")})
+    return out.assign_coords(percentile_q=("percentile_q", 100.0 * np.atleast_1d(np.asarray(quantiles, float)),
+                                           {"long_name": "percentile", "units": "percent"}))
+
+
+def _with_curve(stats: xr.Dataset, curve: xr.DataArray | None) -> xr.Dataset:
+    """``stats`` with ``sample_stderr`` kept, ``curve_stderr`` added and ``stderr`` their combination."""
+    stats["sample_stderr"] = stats["stderr"].assign_attrs(long_name="standard error from the samples alone")
+    if curve is None:
+        return stats
+    stats["curve_stderr"] = curve.assign_attrs(long_name="standard error from the rate curve's errors (resampled)",
+                                               units=stats["stderr"].attrs.get("units", "1"))
+    total = np.sqrt(stats["sample_stderr"] ** 2 + curve**2)
+    stats["stderr"] = total.assign_attrs(long_name="standard error: samples and rate curve", units=curve.attrs["units"])
+    return stats
+
 
 #: The value and passage variables of each kind of result.
 _KINDS = {"switching": ("switching_current", "switched"), "retrapping": ("retrapping_current", "retrapped"),
@@ -63,9 +134,30 @@ class FirstPassageAccessor:
     def _grid_dim(self):
         return "time" if self._kind == "escape" else "gamma"
 
+    def _curve(self, dim, key, quantiles=()):
+        """The rate curve's part of the error of a ``method="rates"`` result (None for others)."""
+        if dim != REALIZATION or "rate_gamma" not in self._ds.dims:
+            return None
+        return rate_curve_errors(self._ds, quantiles=quantiles)[key]
+
     def mean(self, dim: str = REALIZATION, censored: str = "nan") -> xr.Dataset:
-        """Mean passage time (or switching current) and standard error; see :func:`mean`."""
-        return mean(self._times, self._passed, dim=dim, censored=censored)
+        """Mean passage time (or switching current) and standard error; see :func:`mean`.
+
+        For a ``method="rates"`` result ``stderr`` combines the samples' error
+        (``sample_stderr``) with the rate curve's (``curve_stderr``, :func:`rate_curve_errors`).
+        """
+        return _with_curve(mean(self._times, self._passed, dim=dim, censored=censored),
+                           self._curve(dim, "mean_stderr"))
+
+    def std(self, dim: str = REALIZATION, censored: str = "nan") -> xr.Dataset:
+        """Width (standard deviation) and its standard error; see :func:`spread` and :meth:`mean`."""
+        return _with_curve(spread(self._times, self._passed, dim=dim, censored=censored),
+                           self._curve(dim, "std_stderr"))
+
+    def percentile(self, q, dim: str = REALIZATION, censored: str = "nan") -> xr.Dataset:
+        """Percentiles ``q`` (in (0, 100)) and their standard errors; see :func:`percentile` and :meth:`mean`."""
+        stats = percentile(self._times, self._passed, q, dim=dim, censored=censored)
+        return _with_curve(stats, self._curve(dim, "quantile_stderr", quantiles=stats.percentile_q.values / 100))
 
     def survival(self, t=None, dim: str = REALIZATION) -> xr.DataArray:
         """Survival ``P(T > t)``; ``t`` defaults to 201 points up to the largest value."""

@@ -371,15 +371,17 @@ def quantile(u, curve: RateCurve, gamma_dot, *, gamma_start=0.0, gamma_end=1.0) 
     return out.reshape(u.shape)
 
 
-def moments(curve: RateCurve, gamma_dot, *, gamma_start=0.0, gamma_end=1.0, draws=200, seed=0) -> dict:
-    """Mean and standard deviation of the Fulton-Dunkleberger distribution, with the rate curve's errors.
+def moments(curve: RateCurve, gamma_dot, *, gamma_start=0.0, gamma_end=1.0, draws=200, seed=0,
+            quantiles=()) -> dict:
+    """Mean, standard deviation and quantiles of the Fulton-Dunkleberger distribution, with the rate curve's errors.
 
-    The moments of the switching bias, given that it switches before ``gamma_end``, from
-    4000 equally spaced quantiles (:func:`quantile`; exact for the interpolant up to the
-    midpoint rule). Their standard errors come from the rate curve: ``draws`` curves whose
-    ``ln Gamma_j`` are shifted by independent normal errors ``rate_stderr_j / rate_j`` give
-    as many moments, whose spread is the error (a parametric bootstrap). This is the error
-    of the distribution itself; samples drawn from it add their own sampling error.
+    The statistics of the switching bias, given that it switches before ``gamma_end``: the
+    mean and width from 4000 equally spaced quantiles (:func:`quantile`; exact for the
+    interpolant up to the midpoint rule), the quantiles exactly. Their standard errors come
+    from the rate curve: ``draws`` curves whose ``ln Gamma_j`` are shifted by independent
+    normal errors ``rate_stderr_j / rate_j`` give as many statistics, whose spread is the
+    error (a parametric bootstrap). This is the error of the distribution itself; samples
+    drawn from it add their own sampling error.
 
     Parameters
     ----------
@@ -390,34 +392,39 @@ def moments(curve: RateCurve, gamma_dot, *, gamma_start=0.0, gamma_end=1.0, draw
     gamma_start, gamma_end : float
         Where the ramp starts and stops.
     draws : int
-        Perturbed curves of the bootstrap (0: no errors).
+        Perturbed curves of the bootstrap (0 or 1: no errors).
     seed : int
         Seed of the bootstrap's normal numbers.
+    quantiles : array_like
+        Probabilities in (0, 1) of the quantiles wanted (of the distribution given switching).
 
     Returns
     -------
     dict
-        ``mean``, ``std``, ``mean_stderr``, ``std_stderr`` (bias units) and ``switched``
-        (the probability of switching before ``gamma_end``).
+        ``mean``, ``std``, ``mean_stderr``, ``std_stderr`` (bias units), ``switched`` (the
+        probability of switching before ``gamma_end``), and ``quantile`` and
+        ``quantile_stderr`` (arrays over ``quantiles``).
     """
     u = (np.arange(4000) + 0.5) / 4000
+    wanted = np.atleast_1d(np.asarray(quantiles, dtype=float))
     ends = dict(gamma_start=gamma_start, gamma_end=gamma_end)
 
     def of(c):
-        """``(mean, std)`` of the distribution of curve ``c``, given switching."""
-        x = quantile(u, c, gamma_dot, **ends)
-        x = x[np.isfinite(x)]
-        return (x.mean(), x.std()) if x.size else (np.nan, np.nan)
+        """Mean, width and the wanted quantiles of the distribution of curve ``c``, given switching."""
+        switched = -np.expm1(-integrated_rate([gamma_end], c, **ends)[0][0] / gamma_dot)
+        x = quantile(u * switched, c, gamma_dot, **ends)
+        return np.concatenate([[x.mean(), x.std()], quantile(wanted * switched, c, gamma_dot, **ends)])
 
-    mean, std = of(curve)
-    switched = float(-np.expm1(-integrated_rate([gamma_end], curve, **ends)[0][0] / gamma_dot))
+    central = of(curve)
     rng_ = np.random.default_rng(seed)
     relative = curve.rate_stderr / curve.rate
     perturbed = np.array([of(RateCurve(curve.gamma, curve.rate * np.exp(relative * rng_.standard_normal(relative.size)),
                                        curve.rate_stderr, curve.steps, curve.passes)) for _ in range(draws)])
-    errors = perturbed.std(axis=0, ddof=1) if draws > 1 else np.zeros(2)
-    return {"mean": float(mean), "std": float(std), "mean_stderr": float(errors[0]), "std_stderr": float(errors[1]),
-            "switched": switched}
+    errors = perturbed.std(axis=0, ddof=1) if draws > 1 else np.zeros_like(central)
+    switched = float(-np.expm1(-integrated_rate([gamma_end], curve, **ends)[0][0] / gamma_dot))
+    return {"mean": float(central[0]), "std": float(central[1]), "mean_stderr": float(errors[0]),
+            "std_stderr": float(errors[1]), "switched": switched, "quantile": central[2:],
+            "quantile_stderr": errors[2:]}
 
 
 # --------------------------------------------------------------------------- adiabaticity
