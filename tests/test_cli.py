@@ -192,7 +192,7 @@ def test_langevin_and_kuramoto_commands(tmp_path, capsys):
                      "--backend", "cpu", "-o", str(out), "--plot", str(tmp_path / "r.png"), "--no-progress"]) == 0
     assert ge.open_dataset(out).r.sizes["time"] == 2
     assert (tmp_path / "r.png").stat().st_size > 0 and (tmp_path / "v.png").stat().st_size > 0
-    assert "r at the end" in capsys.readouterr().out
+    assert "<r> (second half)" in capsys.readouterr().out
     with pytest.raises(SystemExit) as exc:
         cli.main(["kuramoto", "--N", "1", "--K", "2", "--h", "0.01", "--steps", "20", "--sample-every", "10",
                   "-o", str(out)])

@@ -91,3 +91,149 @@ def jackknife(f, *blocks: xr.DataArray, dims: tuple, weights=None) -> xr.Dataset
     spread = pseudo - pseudo.mean(dims)
     stderr = np.sqrt((n - 1) / n * (spread**2).sum(dims))
     return xr.Dataset({"mean": estimate, "stderr": stderr})
+
+
+#: Probability of a false alarm of :func:`drift` over all the chains it tests together.
+DRIFT_FALSE_ALARM = 0.01
+#: Chains from which :func:`drift` takes its scale across chains; with fewer, within each chain.
+DRIFT_MIN_CHAINS = 4
+
+
+def _weighted_third(series, along, weights, which):
+    """Weighted mean of the first (``which=0``) or last (``which=1``) third of ``series`` along ``along``."""
+    n = series.sizes[along]
+    third = max(1, n // 3)
+    part = slice(0, third) if which == 0 else slice(n - third, n)
+    x = series.isel({along: part})
+    w = xr.ones_like(x) if weights is None else weights.isel({along: part}).astype(float)
+    mean = (w * x).sum(along) / w.sum(along)
+    # variance of that mean if the points were independent (for the within-chain scale)
+    variance = (w * (x - mean) ** 2).sum(along) / w.sum(along) / max(third - 1, 1)
+    return mean, variance, third
+
+
+def drift(series: xr.DataArray, along: str, chains: str = REALIZATION, weights=None,
+          false_alarm: float = DRIFT_FALSE_ALARM) -> xr.Dataset:
+    """Which chains still drift: the mean of each chain's last third against that of its first third.
+
+    A chain at equilibrium has the same expected mean in every part of its record; one still
+    relaxing (after too short a thermalization or transient) does not. For each chain the
+    difference ``d`` of the weighted means of the last and the first third of ``series`` along
+    ``along`` (bins or samples in time order) is tested against zero:
+
+    * with at least `DRIFT_MIN_CHAINS` chains, against the spread of the *other* chains'
+      differences, ``z_r = d_r / rms_{i != r}(d_i)`` (Student's t with ``chains - 1`` degrees of
+      freedom at equilibrium, where the ``d_i`` are independent with mean zero: the spread holds
+      every autocorrelation of the process, however long, asks nothing of the bins, and a
+      drifting chain does not widen its own yardstick); and, per point, the mean of the ``d``
+      against its standard error, which finds chains that all drift together (then every chain
+      of the point is flagged);
+    * with fewer chains, against the scatter of the points *within* each third, as if they
+      were independent (bins much longer than the autocorrelation time; otherwise too small,
+      and then chains are flagged that are only slow).
+
+    The thresholds keep the probability of any false alarm over everything tested at
+    ``false_alarm`` (Bonferroni; half of it to each test with many chains).
+
+    Parameters
+    ----------
+    series : DataArray
+        Values over ``along`` (time order) and ``chains`` (and any other dimensions), at least
+        three along ``along``; computed (not dask-backed).
+    along : str
+        The time dimension.
+    chains : str
+        The dimension of independent chains.
+    weights : DataArray, optional
+        Weights of the points along ``along`` (measurements per bin).
+    false_alarm : float
+        Probability of flagging any chain when none drifts.
+
+    Returns
+    -------
+    Dataset
+        ``difference`` (last third minus first), ``z`` (the chain's statistic), ``drifting``
+        (bool) over ``series``'s dimensions without ``along``; the attribute ``threshold`` is the
+        ``|z|`` beyond which a chain drifts, ``scale`` says which spread was used.
+    """
+    from scipy import stats
+
+    if series.sizes[along] < 3:
+        raise ValueError(f"drift needs at least 3 points along {along!r}, got {series.sizes[along]}")
+    early, var_early, third = _weighted_third(series, along, weights, 0)
+    late, var_late, _ = _weighted_third(series, along, weights, 1)
+    difference = late - early
+    n_chains = series.sizes.get(chains, 1)
+    tests = max(int(np.prod(list(difference.sizes.values()))), 1)
+
+    def beyond(fraction, count, dof):
+        """Student's t two-sided threshold of level ``fraction`` over ``count`` tests."""
+        return float(stats.t.ppf(1.0 - fraction / (2.0 * count), dof))
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if n_chains >= DRIFT_MIN_CHAINS:
+            squares = difference**2
+            others = np.sqrt((squares.sum(chains) - squares) / (n_chains - 1))
+            z = xr.where(difference == 0, 0.0, difference / others)
+            threshold = beyond(false_alarm / 2, tests, n_chains - 1)
+            common = difference.mean(chains) / (difference.std(chains, ddof=1) / np.sqrt(n_chains))
+            points = max(tests // n_chains, 1)
+            together = abs(common) > beyond(false_alarm / 2, points, n_chains - 1)
+            drifting = (abs(z) > threshold) | together
+            how = "across chains"
+        else:
+            z = xr.where(difference == 0, 0.0, difference / np.sqrt(var_early + var_late))
+            threshold = beyond(false_alarm, tests, 2 * max(third - 1, 1))
+            drifting = abs(z) > threshold
+            how = "within chains"
+    return xr.Dataset({
+        "difference": difference.assign_attrs(long_name="mean of the last third minus the first",
+                                              units=series.attrs.get("units", "1")),
+        "z": z.assign_attrs(long_name="difference over its spread at equilibrium", units="1"),
+        "drifting": drifting.assign_attrs(long_name="the chain still drifts"),
+    }, attrs={"threshold": threshold, "scale": how, "false_alarm": false_alarm})
+
+
+def warn_if_drifting(check: xr.Dataset, *, noun: str, what: str, after: str, fix: str, chains: str = REALIZATION,
+                     stacklevel: int = 2):
+    """One warning naming the parameter points and the chains of ``check`` (:func:`drift`) that still drift.
+
+    Parameters
+    ----------
+    check : Dataset
+        A :func:`drift` result (``drifting``, attribute ``threshold``), computed.
+    noun : str
+        What a chain is (``"chain"``, ``"trajectory"``), for the message.
+    what : str
+        The quantity tested, e.g. ``"the energy of the last third of the bins"``.
+    after : str
+        What was discarded before, e.g. ``" after the thermalization of 1000 sweeps"`` (or ``""``).
+    fix : str
+        What to do about it.
+    chains : str
+        The dimension of the chains.
+    stacklevel : int
+        The frame the warning points at.
+    """
+    import warnings
+
+    drifting = check["drifting"]
+    if not bool(drifting.any()):
+        return
+    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
+    sweep = [d for d in drifting.dims if d != chains]
+    scalar = [c for c, v in drifting.coords.items() if v.ndim == 0 and np.issubdtype(v.dtype, np.number)]
+    points = drifting.stack(point=sweep).transpose("point", ...) if sweep else [drifting]
+    where = []
+    for point in points:
+        found = np.flatnonzero(point.values)
+        if found.size:
+            at = ", ".join(f"{d}={point[d].item():g}" for d in scalar + sweep if d in point.coords)
+            more = f" and {found.size - 8} more" if found.size > 8 else ""
+            where.append(f"{at + ': ' if at else ''}{plural} {', '.join(str(c) for c in found[:8])}{more}")
+    count = int(drifting.sum())
+    tail = f"; and {len(where) - 6} more points" if len(where) > 6 else ""
+    warnings.warn(f"{count} {noun if count == 1 else plural} still drifting{after}: {what} differs from the first "
+                  f"third by more than the spread of the {plural} allows (|z| > {check.attrs['threshold']:.3g}) at "
+                  f"{'; '.join(where[:6])}{tail}. The averages there are not stationary values: {fix}",
+                  RuntimeWarning, stacklevel=stacklevel + 1)

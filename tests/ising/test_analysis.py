@@ -358,3 +358,50 @@ def test_plot_snapshot(snapshots):
     with pytest.raises(ValueError, match="no coordinate 'T'"):
         snapshots.ising.plot_snapshot(T=2.0)
     plt.close("all")
+
+
+# --------------------------------------------------------------------------- equilibration
+
+
+def test_drift_raises_no_false_alarm_on_slow_chains_at_equilibrium():
+    # 8 stationary AR(1) chains whose correlation time (~1000 measurements) far exceeds their bins of
+    # 20: the scatter of the bins would call them drifting, their spread across chains does not. Over
+    # 40 seeds the probability of any alarm is 1% by design; more than 3 alarms would be 1e-5 likely.
+    alarms = 0
+    for seed in range(40):
+        ds, _ = ar1_case(rho_e=(0.999,), rho_m=(0.999,), R=8, B=64, n_b=20, seed=seed)
+        alarms += bool(ds.ising.equilibration()["drifting"].any())
+    assert alarms <= 3, alarms
+
+
+def test_drift_finds_the_chain_that_still_relaxes_and_warns_naming_it():
+    ds, _ = ar1_case(rho_e=(0.5,), rho_m=(0.5,), R=8, B=64, n_b=20, seed=3)
+    relaxing = ds.bin_e.values.copy()
+    t = np.arange(64) / 64
+    relaxing[0, 0, 5] += np.exp(-t / 0.2)  # chain 5: its energy still falling over the first fifth (13 sigma)
+    ds["bin_e"] = (ds.bin_e.dims, relaxing)
+    check = ds.ising.equilibration()
+    assert check["drifting"].squeeze().values.tolist() == [i == 5 for i in range(8)]
+    assert check.attrs["scale"] == "across chains"
+    message = r"1 chain still drifting .* L=16, beta=0\.3: chains 5\. .*thermalization"
+    with pytest.warns(RuntimeWarning, match=message):
+        ds.ising.specific_heat()
+
+
+def test_drift_with_two_chains_uses_the_bins_and_stays_quiet_without_drift():
+    # independent bins (no correlation): with fewer than 4 chains the scale is the bins' scatter
+    alarms = 0
+    for seed in range(40):
+        ds, _ = ar1_case(rho_e=(0.0,), rho_m=(0.0,), R=2, B=30, n_b=50, seed=seed)
+        check = ds.ising.equilibration()
+        alarms += bool(check["drifting"].any())
+    assert alarms <= 3 and check.attrs["scale"] == "within chains"
+    trend = ds.bin_e + xr.DataArray(np.linspace(0.0, 0.2, 30), dims="bin")  # 0.2 against a bin scatter of 0.004
+    ds["bin_e"] = trend
+    assert bool(ds.ising.equilibration()["drifting"].all())
+
+
+def test_equilibration_needs_three_bins_a_third():
+    ds, _ = ar1_case(R=8, B=8, n_b=20)
+    with pytest.raises(ValueError, match="at least 9 bins"):
+        ds.ising.equilibration()

@@ -1,6 +1,8 @@
 """2D Ising on the CPU backend: exact finite-L thermodynamics, both kernels, every storage
 layout, snapshots, determinism and input validation."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -17,9 +19,12 @@ CPU = dict(backend="cpu", progress=False)
 
 
 def assert_matches_exact(ds):
+    # an equilibrium run matches the exact values, and nothing warns
     exact = ds.ising.exact()
     for name in ("energy", "specific_heat"):
-        est = getattr(ds.ising, name)()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            est = getattr(ds.ising, name)()
         z = z_score(est["mean"], est["stderr"], exact[name])
         assert np.all(np.abs(z) < 4), (name, z.values)
 
@@ -236,3 +241,13 @@ def test_divide_by_a_divisor_is_exact_for_every_uint32():
             n %= 2**32
             q, r = lattices.divide(np.uint32(n), div)
             assert (int(q), int(r)) == divmod(n, d), (n, d)
+
+
+def test_chains_still_coarsening_are_named_in_one_warning():
+    # L = 32 below T_c from a hot start with 50 sweeps of thermalization: domains still grow, |m| rises
+    with pytest.warns(RuntimeWarning, match=r"still drifting after the thermalization of 50 sweeps: .* at L=32, "
+                                            r"beta=0\.5: chains .*increase thermalization"):
+        ds = ge.ising(L=32, beta=[0.3, 0.5], sweeps=600, thermalization=50, realizations=8, start="hot", seed=4,
+                      **CPU)
+    check = ds.ising.equilibration()
+    assert check["drifting"].sel(beta=0.5).any() and not check["drifting"].sel(beta=0.3).any()

@@ -1,5 +1,7 @@
 """The Kuramoto model on the CPU backend, against the N -> oo theory and exact limits."""
 
+import warnings
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -84,3 +86,20 @@ def test_bad_input_names_the_parameter(kwargs, message):
     kw = dict(N=4, h=0.01, steps=10, sample_every=10, seed=1, **CPU)
     with pytest.raises(ValueError, match=message):
         ge.kuramoto(**{**kw, **kwargs})
+
+
+def test_stationary_order_parameter_and_its_drift():
+    # K = 4 from uniform phases: r rises to its locked value within a few 1 / (K - 2); over the second
+    # half of a long run it is stationary, over the whole run it is not
+    kw = dict(N=256, K=4.0, width=1.0, sampling="quantile", h=0.02, sample_every=20, realizations=8, seed=4, **CPU)
+    ds = ge.kuramoto(steps=3000, **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        stationary = ds.kuramoto.order_parameter()
+    expected = float(theory.kuramoto_order_parameter(4.0, 1.0))
+    assert abs(float(stationary["mean"]) - expected) < 0.05  # finite N = 256 (corrections ~ 1 / sqrt(N))
+    assert bool(ds.kuramoto.equilibration(discard=0.0)["drifting"].any())
+    with pytest.warns(RuntimeWarning, match=r"systems? still drifting after the first 0% of the run"):
+        ds.kuramoto.order_parameter(discard=0.0)
+    with pytest.raises(ValueError, match="discard must be a fraction"):
+        ds.kuramoto.order_parameter(discard=1.0)

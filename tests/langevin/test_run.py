@@ -1,5 +1,7 @@
 """Langevin ensembles (Stewart-McCumber, SRK2) on the CPU backend, against exact results."""
 
+import warnings
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -152,3 +154,21 @@ def test_bad_input_names_the_parameter(kwargs, message):
     kw = dict(h=0.01, steps=100, realizations=2, seed=1, **CPU)
     with pytest.raises(ValueError, match=message):
         ge.langevin(**{**kw, **kwargs})
+
+
+def test_velocity_warns_while_trajectories_still_relax_after_the_transient():
+    # V0 = 0 from rest: v(t) = (f / g)(1 - exp(-g t)) relaxes over 1 / g = 20 time units; with no
+    # transient the first third of 60 time units is still relaxing, after a transient of 100 it is not
+    kw = dict(V0=0.0, g=0.05, kT=0.01, f=0.05, h=0.05, sample_every=40, realizations=8, seed=9, **CPU)
+    relaxing = ge.langevin(steps=1200, transient=0, **kw)
+    check = relaxing.langevin.equilibration()
+    assert bool(check["drifting"].all()) and check.attrs["scale"] == "across chains"
+    with pytest.warns(RuntimeWarning, match=r"8 trajectories still drifting after the transient of 0 steps"):
+        relaxing.langevin.velocity()
+    settled = ge.langevin(steps=3200, transient=2000, **kw)
+    assert not bool(settled.langevin.equilibration()["drifting"].any())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        settled.langevin.velocity()
+    with pytest.raises(ValueError, match="needs the positions over time"):
+        ge.langevin(steps=400, transient=0, **{**kw, "sample_every": None}).langevin.equilibration()

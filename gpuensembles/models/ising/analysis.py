@@ -207,6 +207,63 @@ def autocorrelation_time(bin_mean: xr.DataArray, bin_square: xr.DataArray, measu
     return result
 
 
+#: Quantities whose bins :func:`equilibration` tests for drift (the energy decides).
+EQUILIBRATION_QUANTITIES = {"e": "bin_e", "abs_m": "bin_abs_m"}
+#: Fewest bins :func:`equilibration` tests (three a third).
+MIN_EQUILIBRATION_BINS = 9
+
+
+def equilibration(bins: xr.Dataset, thermalization=None) -> xr.Dataset:
+    """Which chains are still relaxing after the thermalization: the energy drifting over the bins.
+
+    For every ``(L, beta, realization)``, the mean energy of the last third of the bins against
+    that of the first third (:func:`gpuensembles.analysis.statistics.drift`; the scale is the
+    spread of those differences across the other realizations, or with fewer than four the
+    scatter of the bins). The energy decides: a relaxing lattice loses domain-wall energy
+    (coarsening moved it by 31 of its standard deviations where the test's threshold is 9), and
+    its fluctuations are close to Gaussian, which the thresholds assume. ``|m|`` is reported
+    beside it (``z_abs_m``) but decides nothing: near ``beta_c`` and in the ordered phase its
+    distribution has tails (domain excursions) that would raise false alarms at equilibrium.
+    The check needs at least three bins a third (9 bins).
+
+    Parameters
+    ----------
+    bins : Dataset
+        The ``bin_e`` and ``bin_abs_m`` of an Ising result (computed), with ``bin_measurements``.
+    thermalization : int, optional
+        Sweeps discarded before the bins (named in the result's attributes).
+
+    Returns
+    -------
+    Dataset
+        ``z_e``, ``z_abs_m`` (the drift statistics) and ``drifting`` over ``(L, beta,
+        realization)``; attributes ``threshold`` and ``thermalization``.
+    """
+    from ...analysis.statistics import drift
+
+    if bins.sizes[BIN] < MIN_EQUILIBRATION_BINS:
+        raise ValueError(f"equilibration needs at least {MIN_EQUILIBRATION_BINS} bins (three a third), got "
+                         f"{bins.sizes[BIN]}: run with more bins")
+    weights = bins[COUNTS] if COUNTS in bins.coords else None
+    found = {q: drift(bins[name], BIN, weights=weights) for q, name in EQUILIBRATION_QUANTITIES.items()}
+    drifting = found["e"]["drifting"]
+    threshold = found["e"].attrs["threshold"]
+    return xr.Dataset({
+        "z_e": found["e"]["z"], "z_abs_m": found["abs_m"]["z"],
+        "drifting": drifting.assign_attrs(long_name="the chain's energy still drifts over its bins"),
+    }, attrs={"threshold": threshold, "scale": found["e"].attrs["scale"], "thermalization": thermalization})
+
+
+def warn_if_drifting(check: xr.Dataset, stacklevel: int = 2):
+    """One warning naming the ``(L, beta)`` points and the chains of ``check`` (:func:`equilibration`) that drift."""
+    therm = check.attrs.get("thermalization")
+    statistics.warn_if_drifting(
+        check, noun="chain", what="the energy of the last third of the bins",
+        after=f" after the thermalization of {therm} sweeps" if therm is not None else " after the thermalization",
+        fix="increase thermalization (or sweeps); ds.ising.equilibration() gives the statistics",
+        stacklevel=stacklevel + 1)
+
+
 def _warn_long_tau(tau: xr.DataArray, bin_sweeps: float, name: str):
     too_long = (tau > bin_sweeps / 10).values
     if not too_long.any():
@@ -454,12 +511,24 @@ class IsingAccessor:
             return self._ds.attrs[name]
         raise ValueError(f"this result has no coordinate or attribute {name!r}")
 
+    def equilibration(self) -> xr.Dataset:
+        """Chains still drifting after the thermalization (energy, ``|m|``); see :func:`equilibration`."""
+        bins = xr.Dataset({name: self._var(name) for name in EQUILIBRATION_QUANTITIES.values()})
+        return equilibration(bins.compute(), self._ds.attrs.get("thermalization"))
+
+    def _checked(self):
+        """Warn once if chains drift (for computed data: a lazy result is checked when it is computed)."""
+        if self._ds["bin_e"].chunks is None and self._ds.sizes.get(BIN, 0) >= MIN_EQUILIBRATION_BINS:
+            warn_if_drifting(self.equilibration(), stacklevel=4)
+
     def energy(self) -> xr.Dataset:
         """Energy per spin ``<e>`` (J): ``mean`` and jackknife ``stderr``; see :func:`energy`."""
+        self._checked()
         return energy(self._var("bin_e"))
 
     def magnetization(self) -> xr.Dataset:
         """Absolute magnetization per spin ``<|m|>``: ``mean``, ``stderr``; see :func:`magnetization`."""
+        self._checked()
         return magnetization(self._var("bin_abs_m"))
 
     def acceptance(self) -> xr.Dataset:
@@ -468,14 +537,17 @@ class IsingAccessor:
 
     def specific_heat(self) -> xr.Dataset:
         """Specific heat per spin ``beta^2 N (<e^2> - <e>^2)`` (k_B); see :func:`specific_heat`."""
+        self._checked()
         return specific_heat(self._var("bin_e"), self._var("bin_e2"), self._param("beta"), self._param("L"))
 
     def susceptibility(self) -> xr.Dataset:
         """Susceptibility per spin ``beta N (<m^2> - <|m|>^2)`` (1/J); see :func:`susceptibility`."""
+        self._checked()
         return susceptibility(self._var("bin_abs_m"), self._var("bin_m2"), self._param("beta"), self._param("L"))
 
     def binder(self) -> xr.Dataset:
         """Binder cumulant ``1 - <m^4> / (3 <m^2>^2)``; see :func:`binder`."""
+        self._checked()
         return binder(self._var("bin_m2"), self._var("bin_m4"))
 
     def autocorrelation_time(self, quantity: str = "e", warn: bool = True) -> xr.Dataset:

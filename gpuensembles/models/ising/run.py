@@ -16,6 +16,7 @@ import xarray as xr
 from ...core import backend as _backend
 from ...core import engine, io
 from ...core.backend import Backend, Progress
+from . import analysis
 from . import kernels as lattices
 from . import physics as metropolis
 
@@ -353,4 +354,8 @@ def _dataset(per_L, sizes, L_input, beta_da, realizations, schedule, n_bins, cal
     attrs.update(rng=_rng_text(kernel), kernel=kernel, start=start, sweeps=np.int64(sweeps),
                  thermalization=np.int64(therm), measure_every=np.int64(every),
                  layout="; ".join(f"L={s.L}: {s.layout}" for s, _ in per_L))
-    return ds.assign_attrs(attrs)
+    ds = ds.assign_attrs(attrs)
+    if isinstance(first, np.ndarray) and n_bins >= analysis.MIN_EQUILIBRATION_BINS:  # lazy: its accessors check
+        bins = xr.Dataset({name: ds[name] for name in analysis.EQUILIBRATION_QUANTITIES.values()})
+        analysis.warn_if_drifting(analysis.equilibration(bins, int(therm)), stacklevel=4)
+    return ds

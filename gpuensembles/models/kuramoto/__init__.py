@@ -6,7 +6,7 @@ has the N -> infinity order parameter.
 """
 
 from ...core.registry import Command, RunFunction, register
-from . import cli, theory  # noqa: F401
+from . import analysis, cli, theory  # noqa: F401  (analysis registers the Dataset.kuramoto accessor)
 from .run import kuramoto
 
 __all__ = ["kuramoto", "theory"]
