@@ -15,6 +15,7 @@ import contextlib
 import re
 import sys
 import time
+import warnings
 
 import numpy as np
 
@@ -51,7 +52,7 @@ _NUMBER = re.compile(r"-(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|-(inf|infinity|nan)", r
 
 
 class _Parser(argparse.ArgumentParser):
-    """An argparse parser that reads negative numbers (``-2e7``, ``-inf``) as values, never as options.
+    """An argparse parser that reads negative numbers (``-2e7``, ``-inf``) as values, never as options, in one line.
 
     (argparse takes ``-2e7`` for an unknown option and answers ``expected at least one
     argument``; then the run function could not say what the allowed range is.)
@@ -61,6 +62,10 @@ class _Parser(argparse.ArgumentParser):
         if _NUMBER.fullmatch(arg_string):
             return None
         return super()._parse_optional(arg_string)
+
+    def error(self, message):
+        """One line, as every error of the command line (``--help`` shows the usage)."""
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _plain(text: str) -> str:
@@ -136,9 +141,9 @@ def _check_paths(args):
     from .core.io import check_output
     from .core.store import check_writable
 
-    check_output(args.output, "-o/--output")
+    check_output(args.output, "-o/--output", overwrite=args.overwrite)
     if args.plot_path:
-        check_output(args.plot_path, "--plot")
+        check_output(args.plot_path, "--plot", overwrite=args.overwrite)
     if getattr(args, "store", None):
         check_writable(args.store, "--store")
 
@@ -153,8 +158,30 @@ def _start_cluster():
     return client
 
 
+def _given_twice(argv, parser: argparse.ArgumentParser):
+    """The first option of ``parser`` that ``argv`` gives twice (an option takes its values once), or None."""
+    seen = set()
+    for token in argv:
+        if not token.startswith("-") or _NUMBER.fullmatch(token):
+            continue
+        action = parser._option_string_actions.get(token.split("=", 1)[0])
+        if action is None or isinstance(action, argparse._AppendAction):
+            continue
+        if action.dest in seen:
+            return max(action.option_strings, key=len)
+        seen.add(action.dest)
+    return None
+
+
+def _one_line(message, category, filename, lineno, file=None, line=None):
+    """A warning as the command line shows it: one line, without the source file and line."""
+    text = " ".join(str(message).split())
+    print(f"gpuensembles: warning: {text}", file=sys.stderr if file is None else file)
+
+
 def main(argv=None) -> int:
     """Run the command line; returns the exit status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
     args = parser.parse_args(argv)
     command, sub = args.command_spec, args.subparser
@@ -163,6 +190,24 @@ def main(argv=None) -> int:
         """Exit with status 2 and one line naming the option (argparse's convention for bad usage)."""
         sub.exit(2, f"gpuensembles {command.name}: error: {_as_options(str(err), sub)}\n")
 
+    twice = _given_twice(argv[argv.index(command.name) + 1:] if command.name in argv else argv, sub)
+    if twice:
+        usage_error(ValueError(f"{twice} is given twice: an option takes its values once (several values after one "
+                               f"{twice} become a dimension)"))
+    with warnings.catch_warnings():
+        warnings.showwarning = _one_line
+        try:
+            return _run(args, command, sub, usage_error)
+        except KeyboardInterrupt:
+            store = getattr(args, "store", None)
+            kept = (f"the finished chunks are kept in {store}: the same command resumes from them" if store else
+                    "nothing was kept (--store DIR keeps finished chunks, and the same command then resumes)")
+            print(f"gpuensembles {command.name}: interrupted; {kept}", file=sys.stderr)
+            return 130
+
+
+def _run(args, command, sub, usage_error) -> int:
+    """Check the paths, run (on a cluster with ``--cluster``), then write, plot and summarise the result."""
     client = None
     try:
         _check_paths(args)

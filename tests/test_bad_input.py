@@ -296,7 +296,7 @@ def test_the_command_line_runs_or_names_the_option(command, tmp_path_factory, ca
         with pytest.MonkeyPatch.context() as monkeypatch:
             monkeypatch.chdir(folder)
             try:
-                status = cli.main(argv + ["-o", str(folder / "out.nc")])
+                status = cli.main(argv + ["-o", str(folder / "out.nc"), "--overwrite"])
             except SystemExit as exit_info:
                 TRIED[f"gpuensembles {command}"]["usage error"] += 1
                 last = capsys.readouterr().err.strip().splitlines()[-1]

@@ -33,7 +33,8 @@ def test_netcdf_round_trip_loses_nothing(result, tmp_path):
 def test_cli_writes_netcdf_and_prints_a_summary(tmp_path, capsys):
     out = tmp_path / "cli.nc"
     cli.main(["escape-times", "--damping", "0.05", "--gamma", "0.5", "--D", "0.02", "0.03", "--h", "0.004",
-              "--realizations", "32", "--seed", "1", "--backend", "cpu", "--no-progress", "-o", str(out)])
+              "--realizations", "32", "--seed", "1", "--backend", "cpu", "--no-progress", "-o", str(out),
+              "--overwrite"])
     text = capsys.readouterr().out
     ds = ge.open_dataset(out)
     assert ds.steps.shape == (2, 32) and int(ds.attrs["seed"]) == 1
@@ -91,7 +92,7 @@ def test_cli_voltage_criterion_and_retrapping(tmp_path, capsys):
     out = tmp_path / "v.nc"
     cli.main(["switching-currents", "--preset", "li2007", "--sweep-rate", "2e8", "--criterion", "voltage",
               "--running-wells", "20", "--realizations", "8", "--seed", "2", "--backend", "cpu", "--no-progress",
-              "-o", str(out)])
+              "-o", str(out), "--overwrite"])
     assert "criterion: voltage (20 wells)" in capsys.readouterr().out
     ds = ge.open_dataset(out)
     assert ds.attrs["criterion"] == "voltage" and int(ds.attrs["running_wells"]) == 20
@@ -110,10 +111,12 @@ def test_cli_voltage_criterion_and_retrapping(tmp_path, capsys):
 def test_cli_switching_normalized_and_mixed_forms(tmp_path, capsys):
     out = tmp_path / "n.nc"
     cli.main(["switching-currents", "--damping", "1", "--D", "0.1", "--dgamma", "2e-5", "--h", "0.02",
-              "--gamma-start", "0.2", "--realizations", "8", "--backend", "cpu", "--no-progress", "-o", str(out)])
+              "--gamma-start", "0.2", "--realizations", "8", "--backend", "cpu", "--no-progress", "-o", str(out),
+              "--overwrite"])
     assert ge.open_dataset(out).switched.all()
     with pytest.raises(SystemExit):
-        cli.main(["switching-currents", "--preset", "li2007", "--D", "0.1", "--realizations", "2", "-o", str(out)])
+        cli.main(["switching-currents", "--preset", "li2007", "--D", "0.1", "--realizations", "2", "-o", str(out),
+                  "--overwrite"])
     assert "either the SI options" in capsys.readouterr().err
 
 
@@ -140,7 +143,7 @@ def test_cli_switching_rates_method(tmp_path, capsys, monkeypatch):
     assert f"{int(ds.rate_steps.sum()):.3e} steps" in text
     with pytest.raises(SystemExit):
         cli.main(["switching-currents", "--damping", "1", "--D", "0.05", "--dgamma", "2e-4", "--h", "0.02",
-                  "--model", "overdamped", "--method", "rates", "--realizations", "4", "-o", str(out)])
+                  "--model", "overdamped", "--method", "rates", "--realizations", "4", "-o", str(out), "--overwrite"])
     assert "--dgamma = 0.0002 is too fast" in capsys.readouterr().err
 
 
@@ -174,7 +177,8 @@ def test_mc_solve_command_writes_a_solution(tmp_path, capsys):
     assert (tmp_path / "x.png").stat().st_size > 0
     assert "transitions/s" in capsys.readouterr().out
     with pytest.raises(SystemExit) as exc:
-        cli.main(["mc-solve", "--problem", "laplacian-2d", "--size", "4", "--histories", "10", "-o", str(out)])
+        cli.main(["mc-solve", "--problem", "laplacian-2d", "--size", "4", "--histories", "10", "-o", str(out),
+                  "--overwrite"])
     assert exc.value.code == 2
 
 
@@ -195,7 +199,7 @@ def test_langevin_and_kuramoto_commands(tmp_path, capsys):
     assert "<r> (second half)" in capsys.readouterr().out
     with pytest.raises(SystemExit) as exc:
         cli.main(["kuramoto", "--N", "1", "--K", "2", "--h", "0.01", "--steps", "20", "--sample-every", "10",
-                  "-o", str(out)])
+                  "-o", str(out), "--overwrite"])
     assert exc.value.code == 2
 
 
@@ -211,7 +215,7 @@ def test_ising_command(tmp_path, capsys):
     np.testing.assert_array_equal(ge.open_dataset(out).bin_e.values, direct.bin_e.values)
     assert "e exact" in capsys.readouterr().out and (tmp_path / "u.png").stat().st_size > 0
     with pytest.raises(SystemExit) as exc:
-        cli.main(["ising", "--L", "5", "--beta", "0.3", "--sweeps", "10", "-o", str(out)])
+        cli.main(["ising", "--L", "5", "--beta", "0.3", "--sweeps", "10", "-o", str(out), "--overwrite"])
     assert exc.value.code == 2
 
 
@@ -254,7 +258,8 @@ def test_escape_rates_command(tmp_path, capsys):
     assert "rate_stderr" in capsys.readouterr().out
     assert (tmp_path / "rates.png").stat().st_size > 0
     with pytest.raises(SystemExit) as exc:
-        cli.main(["escape-rates", "--gamma", "0.5", "--h", "0.01", "--R", "250", "--damping", "1", "-o", str(out)])
+        cli.main(["escape-rates", "--gamma", "0.5", "--h", "0.01", "--R", "250", "--damping", "1", "-o", str(out),
+                  "--overwrite"])
     assert exc.value.code == 2
 
 

@@ -160,9 +160,9 @@ def test_escape_estimate_follows_the_mean_escape_time_of_theory(capsys):
 
 
 def test_no_progress_bar_in_a_log_file_unless_asked(tmp_path, capsys):
-    assert cli.main(ESCAPE + ["-o", str(tmp_path / "x.nc")]) == 0  # stderr is not a terminal here
+    assert cli.main(ESCAPE + ["-o", str(tmp_path / "x.nc"), "--overwrite"]) == 0  # stderr is not a terminal here
     assert "\r" not in capsys.readouterr().err
-    assert cli.main(ESCAPE + ["-o", str(tmp_path / "x.nc"), "--progress"]) == 0
+    assert cli.main(ESCAPE + ["-o", str(tmp_path / "x.nc"), "--progress", "--overwrite"]) == 0
     assert "realizations" in capsys.readouterr().err
 
 
@@ -262,3 +262,62 @@ def test_a_result_too_large_for_the_command_line_is_refused_before_the_estimate(
     assert re.search(r"the result of --realizations=100000000 needs about 2.33 GiB of memory, more than the 1 GiB "
                      r"available: the command line holds the whole result", err), err
     assert "estimate" not in err
+
+
+SWITCHING = ["switching-currents", "--damping", "1", "--D", "0.1", "--dgamma", "2e-5", "--h", "0.02",
+             "--realizations", "2", "--backend", "cpu"]
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--rel-error", "0.1"], "--rel-error applies only with --method rates"),  # dropped without a word before
+    (["--method", "rates", "--start", "thermal"], "--start applies only with --method direct"),
+    (["--method", "rates", "--passage", "next_well"], "--passage applies only with --method direct and --criterion"),
+    (["--h", "2e-2"], "--h is given twice: an option takes its values once"),  # kept the last value before
+    (["--realizations", "3"], "--realizations is given twice"),
+    (["--gamma-start", "abc"], "argument --gamma-start: not a bias or 'auto': 'abc'"),
+])
+def test_options_that_do_not_apply_or_repeat_are_refused_by_name(tmp_path, capsys, no_run, extra, message):
+    err = usage_error(SWITCHING + extra + ["-o", str(tmp_path / "s.nc")], capsys)
+    assert message in err
+
+
+def test_an_existing_output_is_kept_unless_overwrite_is_given(tmp_path, capsys):
+    out = tmp_path / "x.nc"
+    out.write_text("an earlier result")
+    err = usage_error(ESCAPE + ["-o", str(out)], capsys)
+    assert "-o/--output" in err and "exists; give --overwrite" in err and out.read_text() == "an earlier result"
+    assert cli.main(ESCAPE + ["-o", str(out), "--overwrite", "--no-progress"]) == 0
+    assert "escape_time" in ge.open_dataset(out)
+
+
+def test_messages_name_options_not_python(tmp_path, capsys, no_run):
+    err = usage_error(["escape-rates", "--gamma", "0.5", "--h", "0.01", "-o", str(tmp_path / "r.nc")], capsys)
+    assert "--damping and --D are required" in err and "physical=" not in err and "dict(" not in err
+    err = usage_error(["switching-currents", "--h", "0.01", "--realizations", "2", "-o", str(tmp_path / "s.nc")],
+                      capsys)
+    assert "--damping, --D, --dgamma are required" in err and "physical=" not in err
+
+
+def test_warnings_are_one_line_without_source_paths(tmp_path, capsys):
+    # a hot junction of Q = 3.5 escapes below its retrapping current: the escape criterion warns
+    argv = ["switching-currents", "--damping", "0.2857", "--D", "0.0486", "--dgamma", "5e-7", "--h", "0.05",
+            "--integrator", "baoab", "--realizations", "20", "--seed", "1", "--backend", "cpu", "--no-progress",
+            "-o", str(tmp_path / "w.nc")]
+    assert cli.main(argv) == 0
+    err = capsys.readouterr().err
+    warned = [line for line in err.splitlines() if "warning:" in line]
+    assert warned and all(line.startswith("gpuensembles: warning: criterion='escape'") for line in warned)
+    assert ".py" not in err and "warnings.warn" not in err
+
+
+def test_ctrl_c_exits_130_in_one_line_that_says_what_was_kept(tmp_path, capsys, monkeypatch):
+    def interrupted(**kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(josephson_cli, "escape_times", interrupted)
+    store = tmp_path / "run"
+    assert cli.main(ESCAPE + ["-o", str(tmp_path / "x.nc"), "--store", str(store)]) == 130
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "interrupted" in err and str(store) in err and "resumes" in err
+    assert cli.main(ESCAPE + ["-o", str(tmp_path / "x.nc")]) == 130
+    assert "nothing was kept" in capsys.readouterr().err

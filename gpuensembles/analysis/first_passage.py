@@ -12,7 +12,7 @@ import numpy as np
 import xarray as xr
 
 from ..core.io import REALIZATION
-from ..core.validation import check_choice, check_count, check_dim, check_grid
+from ..core.validation import check_choice, check_count, check_dim, check_grid, real_array
 
 CENSORED = ("nan", "drop")
 #: Most bins :func:`rate_from_histogram` makes.
@@ -119,9 +119,9 @@ def percentile(times: xr.DataArray, passed: xr.DataArray, q, dim: str = REALIZAT
     Dataset
         ``percentile`` and ``stderr`` over ``percentile_q`` (and the other dimensions), and ``n``.
     """
-    q = np.atleast_1d(np.asarray(q, dtype=float))
-    if q.ndim != 1 or not np.all((q > 0) & (q < 100)):
-        raise ValueError(f"q must be percentiles in (0, 100), got {q!r}")
+    q = np.atleast_1d(real_array("q", q))
+    if q.ndim != 1 or q.size == 0 or not np.all((q > 0) & (q < 100)):
+        raise ValueError(f"q must be percentiles in (0, 100) (a number or a 1-D array), got {q!r}")
     kept, n, _, blank = _passed_only(times, passed, dim, censored)
     u = q / 100.0
 

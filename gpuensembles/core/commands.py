@@ -73,12 +73,49 @@ def add_run_options(parser: argparse.ArgumentParser, unit: str):
     parser.add_argument("-o", "--output", required=True,
                         help="NetCDF file to write (its folder must exist; checked before the run)")
     parser.add_argument("--plot", dest="plot_path", metavar="PNG", help="also draw the result into this PNG file")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing output or plot file (refused otherwise, before the run)")
     parser.add_argument("--chunks", type=integer, metavar="N", help=f"{unit} per chunk (a dask-backed run)")
     parser.add_argument("--cluster", action="store_true",
                         help="run the chunks on a local cluster (one worker per GPU with dask-cuda, else the CPU); "
                              "prints the dashboard's address")
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default="auto",
                         help="draw a progress bar on stderr (default: only when stderr is a terminal)")
+
+
+def only_with(args: argparse.Namespace, applies: bool, defaults: dict, where: str) -> dict:
+    """The values of options that apply only ``where``: their defaults where they apply and are not given.
+
+    Options that take part in this have ``default=None`` in their parser, so that the
+    command line can tell a given option from its default.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed options.
+    applies : bool
+        Whether the options apply to this run.
+    defaults : dict
+        Option ``dest`` -> value when it applies and is not given.
+    where : str
+        When they apply, in option words (``"--method rates"``), for the message.
+
+    Returns
+    -------
+    dict
+        ``dest -> value`` of the options that apply (empty when they do not).
+
+    Raises
+    ------
+    ValueError
+        Naming the first option given where it does not apply.
+    """
+    given = [dest for dest in defaults if getattr(args, dest) is not None]
+    if not applies:
+        if given:
+            raise ValueError(f"--{given[0].replace('_', '-')} applies only with {where}; leave it out")
+        return {}
+    return {dest: default if getattr(args, dest) is None else getattr(args, dest) for dest, default in defaults.items()}
 
 
 def run_options(args: argparse.Namespace) -> dict:

@@ -89,10 +89,11 @@ def open_dataset(path, **kwargs) -> xr.Dataset:
     return xr.open_dataset(path, **kwargs)
 
 
-def check_output(path, what: str = "output"):
+def check_output(path, what: str = "output", overwrite: bool = True):
     """Raise ValueError unless a file can be written at ``path`` (checked before a run, not after).
 
-    ``path`` must not be a folder, and its folder must exist and be writable.
+    ``path`` must not be a folder, and its folder must exist and be writable; without
+    ``overwrite`` it must not exist.
 
     Parameters
     ----------
@@ -100,11 +101,15 @@ def check_output(path, what: str = "output"):
         The file to write.
     what : str
         The parameter or option named in the message.
+    overwrite : bool
+        Whether an existing file may be replaced.
     """
     path = Path(path)
     folder = path.parent
     if path.is_dir():
         raise ValueError(f"{what} {str(path)!r} is a folder; give a file name")
+    if path.exists() and not overwrite:
+        raise ValueError(f"{what} {str(path)!r} exists; give --overwrite to replace it, or another name")
     if not folder.exists():
         raise ValueError(f"{what} {str(path)!r}: the folder {str(folder)!r} does not exist")
     if not folder.is_dir():

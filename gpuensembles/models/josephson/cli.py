@@ -1,5 +1,6 @@
 """Subcommands ``escape-times``, ``switching-currents``, ``escape-rates`` and ``retrapping-currents``."""
 
+import argparse
 import functools
 import itertools
 import math
@@ -37,8 +38,9 @@ PRESETS = {
 def _add_common(parser):
     parser.add_argument("--realizations", type=integer, required=True, help="realizations per parameter point")
     parser.add_argument("--model", choices=MODELS, default="underdamped")
-    parser.add_argument("--passage", choices=PASSAGES, default="barrier_top",
-                        help="escape at the barrier top (seed 000) or at the next well (what rate theory counts)")
+    parser.add_argument("--passage", choices=PASSAGES, default=None,
+                        help="escape at the barrier top (default; as Pierro et al. 2018) or at the next well (what "
+                             "rate theory counts)")
     parser.add_argument("--integrator", choices=INTEGRATORS, default="euler",
                         help="Euler-Maruyama (seed 000) or BAOAB (underdamped; ~10x larger h at equal accuracy)")
     parser.add_argument("--dtype", choices=DTYPES, default="float32")
@@ -47,8 +49,18 @@ def _add_common(parser):
 
 
 def _common_kwargs(args):
-    return dict(realizations=args.realizations, model=args.model, passage=args.passage, integrator=args.integrator,
-                dtype=args.dtype, store=args.store, **commands.run_options(args))
+    return dict(realizations=args.realizations, model=args.model, integrator=args.integrator, dtype=args.dtype,
+                store=args.store, **commands.run_options(args))
+
+
+def gamma_start(text: str):
+    """``--gamma-start``: a bias, or ``auto`` (warm start)."""
+    if text.strip() == "auto":
+        return "auto"
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a bias or 'auto': {text!r}") from None
 
 
 def add_escape_times(parser):
@@ -63,7 +75,8 @@ def add_escape_times(parser):
 def run_escape_times(args):
     """Run ``escape-times`` (its work estimate goes to stderr once every check has passed)."""
     kwargs = dict(V0=values(args.V0), damping=values(args.damping), gamma=values(args.gamma), D=values(args.D),
-                  h=values(args.h), max_steps=args.max_steps, **_common_kwargs(args))
+                  h=values(args.h), max_steps=args.max_steps, passage=args.passage or "barrier_top",
+                  **_common_kwargs(args))
     with on_start(lambda: _escape_estimate(kwargs)):
         return escape_times(**kwargs)
 
@@ -105,15 +118,17 @@ def add_switching_currents(parser):
     for name, (long_name, units, *_) in PHYSICAL.items():
         add_parameter(parser, name, f"{long_name} [{units}] (SI form)")
     add_parameter(parser, "h", PARAMETERS["h"]["long_name"])
-    parser.add_argument("--gamma-start", default="0", help="bias where the ramp starts, or 'auto' (warm start)")
+    parser.add_argument("--gamma-start", type=gamma_start, default=0.0,
+                        help="bias where the ramp starts, or 'auto' (warm start)")
     parser.add_argument("--gamma-end", type=float, default=1.0, help="bias where the ramp stops")
-    parser.add_argument("--start", choices=STARTS, default="rest")
+    parser.add_argument("--start", choices=STARTS, default=None,
+                        help="--method direct: at rest at the well's bottom (default), or thermal")
     parser.add_argument("--method", choices=METHODS, default="direct",
                         help="simulate every ramp (direct), or draw from the Fulton-Dunkleberger distribution of "
                              "measured escape rates (rates: any sweep rate, down to 1/s; next-well escape from the "
                              "thermal state; --sweep-rate or --dgamma may take several values)")
-    parser.add_argument("--rel-error", type=float, default=0.03,
-                        help="--method rates: relative standard error of each measured escape rate")
+    parser.add_argument("--rel-error", type=float, default=None,
+                        help="--method rates: relative standard error of each measured escape rate (default 0.03)")
     _add_criterion(parser)
     _add_common(parser)
 
@@ -135,6 +150,10 @@ def _junction(args) -> dict:
     if h is None:
         raise ValueError("h is required (or a --preset that sets it)")
     normalized = dict(V0=values(args.V0), damping=values(args.damping), D=values(args.D), dgamma=values(args.dgamma))
+    if all(v is None for v in physical.values()) and any(normalized[k] is None for k in ("damping", "D", "dgamma")):
+        missing = [f"--{k}" for k in ("damping", "D", "dgamma") if normalized[k] is None]
+        raise ValueError(f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} required (or the SI options "
+                         "--R --C --Ic --T --sweep-rate, or --preset)")
     if any(v is not None for v in physical.values()):
         missing = [k for k, v in physical.items() if v is None]
         if missing:
@@ -148,13 +167,15 @@ def _junction(args) -> dict:
 
 def run_switching_currents(args):
     """Run ``switching-currents`` (after printing its work estimate to stderr)."""
-    kwargs = dict(gamma_start=args.gamma_start if args.gamma_start == "auto" else float(args.gamma_start),
-                  gamma_end=args.gamma_end, start=args.start, criterion=args.criterion,
-                  running_wells=args.running_wells, **_common_kwargs(args), **_junction(args))
-    if args.method == "rates":  # passage and start are those of rate theory (see switching_currents)
-        kwargs.update(method="rates", rel_error=args.rel_error)
-        del kwargs["passage"], kwargs["start"]
-    if args.method == "rates":  # a few rate simulations: no ramp to estimate
+    direct, rates = args.method == "direct", args.method == "rates"
+    kwargs = dict(gamma_start=args.gamma_start, gamma_end=args.gamma_end, criterion=args.criterion,
+                  running_wells=args.running_wells, method=args.method, **_common_kwargs(args), **_junction(args),
+                  # passage and start are those of rate theory with --method rates (see switching_currents)
+                  **commands.only_with(args, direct and args.criterion == "escape", {"passage": "barrier_top"},
+                                       "--method direct and --criterion escape"),
+                  **commands.only_with(args, direct, {"start": "rest"}, "--method direct"),
+                  **commands.only_with(args, rates, {"rel_error": 0.03}, "--method rates"))
+    if rates:  # a few rate simulations: no ramp to estimate
         return switching_currents(**kwargs)
     with on_start(lambda: _estimate(kwargs)):
         return switching_currents(**kwargs)
@@ -293,6 +314,8 @@ def run_escape_rates(args):
         if any(v is not None for v in normalized.values()):
             raise ValueError("give either the SI options (--R --C --Ic --T) or --V0/--damping/--D")
         kwargs["physical"] = physical
+    elif normalized["damping"] is None or normalized["D"] is None:
+        raise ValueError("--damping and --D are required (or the SI options --R --C --Ic --T)")
     else:
         kwargs.update({k: v for k, v in normalized.items() if v is not None})
     return escape_rates(**kwargs)

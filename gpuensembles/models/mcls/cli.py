@@ -28,8 +28,10 @@ def add_arguments(parser):
     parser.add_argument("--batches", type=integer, default=64, help="independent batches behind x_stderr")
     parser.add_argument("--entries", type=integer, nargs="+", metavar="I", help="rows to estimate (forward method)")
     parser.add_argument("--force", action="store_true", help="run even if rho(H_hat) >= 1 (infinite variance)")
-    parser.add_argument("--tolerance", type=float, default=1e-10, help="mcsa: relative residual to reach")
-    parser.add_argument("--max-iterations", type=integer, default=100, help="mcsa: most iterations")
+    parser.add_argument("--tolerance", type=float, default=None,
+                        help="--method mcsa: relative residual to reach (default 1e-10)")
+    parser.add_argument("--max-iterations", type=integer, default=None,
+                        help="--method mcsa: most iterations (default 100)")
     commands.add_run_options(parser, "batches")
 
 
@@ -73,10 +75,11 @@ def run(args):
     if not float(args.histories).is_integer():
         raise ValueError(f"histories must be an integer, got {args.histories!r}")
     A, b = _system(args)
+    mcsa = commands.only_with(args, args.method == "mcsa", {"tolerance": 1e-10, "max_iterations": 100},
+                              "--method mcsa")
     return mc_solve(A, b, method=args.method, histories=int(args.histories), weight_cutoff=args.weight_cutoff,
                     max_steps=args.max_steps, estimator=args.estimator, entries=args.entries, batches=args.batches,
-                    force=args.force, tolerance=args.tolerance, max_iterations=args.max_iterations,
-                    **commands.run_options(args))
+                    force=args.force, **mcsa, **commands.run_options(args))
 
 
 def summary(ds, seconds, output):
