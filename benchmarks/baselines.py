@@ -5,7 +5,7 @@
   no load balancing (a warp waits for its slowest lane).
 * ``numpy_escape_steps``: Euler vectorised over realizations with NumPy, compacting the
   still-running realizations as they escape.
-* ``numba_cuda_adjoint_walks``: adjoint Monte Carlo linear-solver walks the way seed 003
+* ``numba_cuda_adjoint_walks``: adjoint Monte Carlo linear-solver walks the way the Hamilton & Lupo Pasini report
   writes them (one thread per history, xoroshiro states, global atomics).
 
 Each GPU baseline has a ``*_launcher`` form that compiles the kernel, sets up its inputs and
@@ -42,7 +42,7 @@ def numba_cuda_escape_steps(**kw):
 
 
 def numba_cuda_escape_launcher(*, damping, gamma, D, h, realizations, seed=1, max_steps=10**9):
-    """Seed 000 Algorithm 1 as a plain numba.cuda kernel (float32, fast math); ``launch() -> (steps, seconds)``.
+    """Pierro et al. 2018's Algorithm 1 as a plain numba.cuda kernel (float32, fast math): ``launch() -> (steps, s)``.
 
     Each launch continues the xoroshiro streams of the last, so repeats draw new numbers.
     """
@@ -116,7 +116,7 @@ def numba_cuda_adjoint_walks(table, sources, histories, cutoff=1e-9, seed=1):
 
 
 def numba_cuda_adjoint_launcher(table, sources, histories, cutoff=1e-9, seed=1):
-    """Adjoint Monte Carlo walks as a plain numba.cuda kernel, the seed 003 design.
+    """Adjoint Monte Carlo walks as a plain numba.cuda kernel, the the Hamilton & Lupo Pasini report design.
 
     One thread per history (no load balancing: a warp waits for its longest walk),
     ``numba.cuda.random`` xoroshiro128+ states (one per history, initialised before the
@@ -190,7 +190,7 @@ def numba_cuda_srk2_steps(**kw):
 
 
 def numba_cuda_srk2_launcher(*, a, w, g, f, kT, h, realizations, steps, seed=1):
-    """Seed 004 PROG1 as a plain numba.cuda kernel: one thread per trajectory, SRK2, float32.
+    """Januszewski & Kostur 2010 PROG1 as a plain numba.cuda kernel: one thread per trajectory, SRK2, float32.
 
     The way the seed writes it: xoroshiro128+ normals, the position kept unwrapped and the
     time accumulated in float32 (so it is also less accurate over long runs). ``a`` is an
@@ -238,7 +238,7 @@ def numba_cuda_srk2_launcher(*, a, w, g, f, kT, h, realizations, steps, seed=1):
 
 
 def numba_cuda_kuramoto_mean_field(*, N, K, kT, h, steps, seed=1):
-    """Seed 004 PROG3 as plain numba.cuda kernels: per step a block-reduction kernel that
+    """Januszewski & Kostur 2010 PROG3 as plain numba.cuda kernels: per step a block-reduction kernel that
     adds block sums with atomics and an Euler update kernel, launched from a host loop.
     Returns ``(oscillator steps, seconds)``."""
     from gpuensembles.core import backend as _backend

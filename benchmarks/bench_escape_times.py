@@ -10,7 +10,7 @@ from gpuensembles.core import backend as _backend
 
 from . import baselines, measure
 
-#: Seed 000, Fig. 10 setting at its largest noise, where an escape takes ~6.6e4 steps.
+#: Pierro et al. 2018, Fig. 10 setting at its largest noise, where an escape takes ~6.6e4 steps.
 CASE = dict(damping=0.05, gamma=0.5, D=0.012, h=0.004)
 SIZES = {"cpu": 1 << 13, "cuda": 1 << 24}
 #: Realizations in ``python -m benchmarks``: the package's full call, the naive kernel, NumPy.

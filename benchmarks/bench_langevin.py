@@ -1,7 +1,7 @@
 """Langevin (Stewart-McCumber SRK2) steps/s and Kuramoto oscillator-steps/s.
 
 asv runs the ``track_*`` methods; ``python -m benchmarks.bench_langevin [--quick]`` prints a
-table with the naive numba.cuda baselines (seed 004's PROG1 and PROG3 written plainly) and
+table with the naive numba.cuda baselines (Januszewski & Kostur 2010's PROG1 and PROG3 written plainly) and
 the device's copy bandwidth, all in the same run.
 """
 
@@ -14,7 +14,7 @@ import gpuensembles as ge
 from . import baselines, measure
 from .bench_escape_times import gpu_available
 
-#: Seed 004, Fig. 2: a = 4.2 (here 100 values of a around it), g = 0.9, w = 4.9, kT = 0.001,
+#: Januszewski & Kostur 2010, Fig. 2: a = 4.2 (here 100 values of a around it), g = 0.9, w = 4.9, kT = 0.001,
 #: f = 0.1, h = 0.01 * 2 pi / w.
 FIG2 = dict(w=4.9, g=0.9, f=0.1, kT=0.001, h=0.01 * 2 * np.pi / 4.9)
 GPU_SIZE = dict(points=100, realizations=1 << 14, steps=20_000)
@@ -52,7 +52,7 @@ def langevin_call(backend, points, realizations, steps, **kw):
 
 
 def kuramoto_call(N, steps, backend="cuda", kT=1.0, K=4.0):
-    """``call() -> oscillator-steps`` of one whole mean-field call (seed 004, Fig. 4: w_i = 0, K = 4)."""
+    """``call() -> oscillator-steps`` of one whole mean-field call (Januszewski & Kostur 2010, Fig. 4: K = 4)."""
 
     def call(n_steps=steps):
         ds = ge.kuramoto(N=N, K=K, frequencies="gaussian", width=0.0, kT=kT, h=0.01, steps=n_steps,
@@ -100,7 +100,7 @@ def kuramoto_rows(backend, repeats):
 
 
 class LangevinThroughput:
-    """SRK2 Stewart-McCumber steps/s over a 100-point sweep of ``a`` (seed 004, Fig. 2 parameters)."""
+    """SRK2 Stewart-McCumber steps/s over a 100-point sweep of ``a`` (Januszewski & Kostur 2010, Fig. 2 parameters)."""
 
     timeout = 600
     params = (["cuda", "cpu"], ["srk2", "euler"])

@@ -1,4 +1,4 @@
-"""Monte Carlo linear solvers: transitions per second, the seed 003 case, and CG beside them.
+"""Monte Carlo linear solvers: transitions per second, the the Hamilton & Lupo Pasini report case, and CG beside them.
 
 asv runs the ``track_*`` methods; ``python -m benchmarks.bench_mcls [--quick]`` prints a
 table with the naive numba.cuda baseline and conjugate gradients (SciPy; CuPy when
@@ -75,7 +75,8 @@ def table_rows(backend, repeats):
     launch = baselines.numba_cuda_adjoint_launcher(transition_table(H.T).arrays, sources, histories)
     naive = measure.repeated(launch, repeats, warm=lambda: launch(size=128))
     return [measure.Row(name, package.seconds(), package.seconds("call"),
-                        "naive numba.cuda, 1 thread/history, global atomics (seed 003)", naive.seconds())]
+                        "naive numba.cuda, 1 thread/history, global atomics (the Hamilton & Lupo Pasini report)",
+                        naive.seconds())]
 
 
 def walks_only_seconds(histories, backend, A, b, seed=1, **kw):
@@ -123,7 +124,7 @@ def cg_time_to_accuracy(A, b, exact, target, xp=None, repeats=5):
 
 
 class SeedCase:
-    """Seed 003's 2D Laplacian (n = 900), 1e7 adjoint histories, cutoff 1e-9, on one GPU."""
+    """the Hamilton & Lupo Pasini report's 2D Laplacian (n = 900), 1e7 adjoint histories, cutoff 1e-9, on one GPU."""
 
     timeout = 600
 
@@ -171,7 +172,10 @@ def _row(name, device, histories, transitions, seconds, error, walk_seconds=None
 
 
 def _cases(quick=False):
-    """(title, A, b, exact, GPU histories, CPU histories) of seed 003's two matrices (``quick``: small 1D case)."""
+    """(title, A, b, exact, GPU histories, CPU histories) of the Hamilton & Lupo Pasini report's two matrices.
+
+    ``quick``: the small 1D case.
+    """
     A, b, exact = laplacian_case(SEED_CASE["m"])
     yield (f"2D Laplacian m={SEED_CASE['m']} (n={A.shape[0]})", A, b, exact, SEED_CASE["histories"], CPU_HISTORIES)
     n = 10**4 if quick else 10**6

@@ -12,7 +12,7 @@ from gpuensembles.models.josephson import junction as josephson
 from . import baselines
 from .bench_escape_times import gpu_available
 
-#: Li et al., PRL 99, 037002 (2007), as in seed 000 Fig. 11(b): R, C, Ic, T (SI).
+#: Li et al., PRL 99, 037002 (2007), as in Pierro et al. 2018 Fig. 11(b): R, C, Ic, T (SI).
 LI2007 = dict(R=250.0, C=88e-15, Ic=0.748e-6, T=1.2)
 H = 1e-4
 

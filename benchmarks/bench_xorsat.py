@@ -1,4 +1,4 @@
-"""3-XORSAT quasi-greedy solver: spin updates per ns, and the mean time to solution (seed 001).
+"""3-XORSAT quasi-greedy solver: spin updates per ns, and the mean time to solution (Bernaschi et al. 2021).
 
 asv runs the ``track_*`` methods; ``python -m benchmarks.bench_xorsat [--quick]`` prints:
 

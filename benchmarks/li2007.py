@@ -1,4 +1,4 @@
-"""Project the Li et al. (2007) switching-current experiment (seed 000, Fig. 11b) onto GPUs.
+"""Project the Li et al. (2007) switching-current experiment (Pierro et al. 2018, Fig. 11b) onto GPUs.
 
     python -m benchmarks.li2007
 

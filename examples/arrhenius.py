@@ -1,6 +1,6 @@
 """
-Arrhenius plot of escape times (seed 000, Fig. 10)
-==================================================
+Arrhenius plot of escape times (Pierro et al. 2018, Fig. 10)
+============================================================
 
 Mean escape time against 1/D and the barrier from its slope::
 

@@ -1,6 +1,6 @@
 """
-2D Ising: magnetization and specific heat against Onsager (seed 002)
-=====================================================================
+2D Ising: magnetization and specific heat against Onsager (Mandelli 2014)
+=========================================================================
 
 The thesis' figures: ``<|m|>`` and the specific heat per spin over ``beta`` for several
 lattice sizes, with Onsager's infinite lattice and Yang's magnetization, plus the

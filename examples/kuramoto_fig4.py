@@ -1,9 +1,9 @@
 """
-Kuramoto phase density over time (seed 004, Fig. 4)
-===================================================
+Kuramoto phase density over time (Januszewski & Kostur 2010, Fig. 4)
+====================================================================
 
 Globally coupled noisy phase oscillators with ``w_i = 0``, ``K = 4`` and ``kT = 1``
-(seed 004, Fig. 4): from uniform phases the density condenses into a single
+(Januszewski & Kostur 2010, Fig. 4): from uniform phases the density condenses into a single
 peak, and the order parameter approaches the mean-field value ``r`` solving
 ``r = I1(K r / kT) / I0(K r / kT)``. The mean-field path needs no host round trip per step::
 

@@ -1,8 +1,8 @@
 """
-Coarse-grained density of driven Brownian particles (seed 004, Fig. 2)
-======================================================================
+Coarse-grained density of driven Brownian particles (Januszewski & Kostur 2010, Fig. 2)
+=======================================================================================
 
-The Stewart-McCumber particle in the anomalous-response regime of seed 004, Fig. 2:
+The Stewart-McCumber particle in the anomalous-response regime of Januszewski & Kostur 2010, Fig. 2:
 ``a = 4.2, g = 0.9, w = 4.9, kT = 0.001, f = 0.1``, time step ``0.01 * 2 pi / w``, run to
 ``t = 2000 * 2 pi / w``. Instead of the seed's 30 GB trajectory dump, the density per
 unit cell is counted on the device every drive period, and a 100-point sweep of ``a``

@@ -1,6 +1,6 @@
 """
-Monte Carlo solution of the 2D Laplacian (seed 003)
-===================================================
+Monte Carlo solution of the 2D Laplacian (the Hamilton & Lupo Pasini report)
+============================================================================
 
 The seed's test problem: the five-point Laplacian on a 30 x 30 grid (n = 900) with b = 1,
 solved with adjoint random walks (weight cutoff 1e-9)::

@@ -1,6 +1,6 @@
 """
-Switching currents of a measured junction (seed 000, Fig. 11b)
-==============================================================
+Switching currents of a measured junction (Pierro et al. 2018, Fig. 11b)
+========================================================================
 
 Switching-current distribution of the Li et al. (2007) junction::
 

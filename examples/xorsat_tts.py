@@ -1,5 +1,5 @@
-"""3-XORSAT: exponential time to solution and the optimal p of the quasi-greedy solver (seed 001)
-===============================================================================================
+"""3-XORSAT: exponential time to solution and the optimal p of the quasi-greedy solver (Bernaschi et al. 2021)
+==============================================================================================================
 
 Left (the seed's Fig. 2): the probability that a run has not yet found a solution, over
 the time, for several random instances, on a log scale. The dashed lines are the

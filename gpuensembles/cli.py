@@ -117,23 +117,46 @@ def _as_options(message: str, parser: argparse.ArgumentParser) -> str:
 _USED_AS_PARAMETER = r" must\b| is too\b| has repeated\b| overflows\b| applies to\b| = |=| \(| and [\w-]+ give"
 
 
+def _worker_device(backend) -> tuple:
+    """``(backend, device)`` that ``backend`` resolves to in this process (run on each worker)."""
+    from gpuensembles.core import backend as _backend
+
+    resolved = _backend.resolve(backend)
+    return resolved, _backend.device_name(resolved)
+
+
 def _compute(ds, client, show):
-    """Compute a dask-backed result, with dask's progress bar (distributed's on a cluster), on stderr."""
-    if client is not None:
-        from distributed import progress
+    """Compute a dask-backed result, with dask's progress bar (distributed's on a cluster), on stderr.
 
-        ds = ds.persist()
-        if show:
-            with contextlib.redirect_stdout(sys.stderr):  # distributed draws on stdout; the summary goes there
-                progress(ds)
-            print(file=sys.stderr)
-        return ds.compute()
-    from dask.diagnostics import ProgressBar
+    The result's ``backend`` and ``device`` become those that ran it: this process's, or on
+    a cluster those of the workers that ran its tasks.
+    """
+    if client is None:
+        from dask.diagnostics import ProgressBar
 
-    if show:
-        with ProgressBar(out=sys.stderr):
-            return ds.compute()
-    return ds.compute()
+        with ProgressBar(out=sys.stderr) if show else contextlib.nullcontext():
+            ds = ds.compute()
+        ran_on = [_worker_device(ds.attrs.get("backend", "auto"))]
+    else:
+        from distributed import get_task_stream, progress
+
+        with get_task_stream(client) as stream:
+            ds = ds.persist()
+            if show:
+                with contextlib.redirect_stdout(sys.stderr):  # distributed draws on stdout; the summary goes there
+                    progress(ds)
+                print(file=sys.stderr)
+            ds = ds.compute()
+        workers = sorted({task["worker"] for task in stream.data})
+        ran_on = list(client.run(_worker_device, ds.attrs.get("backend", "auto"), workers=workers).values())
+    from .core.backend import PER_WORKER_DEVICE
+
+    if ds.attrs.get("device") == PER_WORKER_DEVICE and ran_on:
+        ds.attrs["backend"] = ", ".join(sorted({b for b, _ in ran_on}))
+        ds.attrs["device"] = ", ".join(sorted({d for _, d in ran_on}))
+        if client is not None:
+            ds.attrs["device"] += f" ({len(ran_on)} worker(s))"
+    return ds
 
 
 def _check_paths(args):

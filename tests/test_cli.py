@@ -153,8 +153,12 @@ def test_cli_chunks_and_store_resume(tmp_path, capsys):
             "--no-progress"]
     cli.main(args + ["-o", str(tmp_path / "a.nc")])
     assert len(list((tmp_path / "run").glob("chunk-*.json"))) == 4
+    assert "from the store" not in capsys.readouterr().out
     cli.main(args + ["-o", str(tmp_path / "b.nc")])  # no --seed: the store's seed is reused
+    # the summary counts only what this call computed: here nothing, so no rate is claimed
+    assert "nothing computed in this call" in capsys.readouterr().out
     a, b = ge.open_dataset(tmp_path / "a.nc"), ge.open_dataset(tmp_path / "b.nc")
+    assert (int(a.attrs["store_items_reused"]), int(b.attrs["store_items_reused"])) == (0, 40)
     np.testing.assert_array_equal(a.steps.values, b.steps.values)
     assert a.attrs["seed"] == b.attrs["seed"]
 

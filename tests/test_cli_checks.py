@@ -8,7 +8,7 @@ import pytest
 
 import gpuensembles as ge
 from gpuensembles import cli
-from gpuensembles.core import io
+from gpuensembles.core import backend, io
 from gpuensembles.core.registry import registered
 from gpuensembles.models.josephson import cli as josephson_cli
 
@@ -203,7 +203,10 @@ def test_a_cluster_run_shows_the_dashboard_and_its_progress(tmp_path, capsys):
     err = capsys.readouterr().err
     assert re.search(r"dashboard http://[\w.]+:\d+/status", err), err
     assert "100% Completed" in err
-    assert ge.open_dataset(tmp_path / "x.nc").steps.shape == (8,)
+    ds = ge.open_dataset(tmp_path / "x.nc")
+    assert ds.steps.shape == (8,)
+    # the device is the one the workers' tasks ran on, not a placeholder
+    assert re.fullmatch(re.escape(backend.device_name("cpu")) + r" \(\d worker\(s\)\)", ds.attrs["device"])
 
 
 @pytest.fixture

@@ -70,3 +70,18 @@ def test_same_numbers_for_any_chunking_lazy_with_provenance(name):
     computed = lazy.compute()
     drop = [k for k in eager.data_vars if "seconds" in k]  # wall-clock measurements differ run to run
     xr.testing.assert_identical(eager.drop_vars(drop).drop_attrs(), computed.drop_vars(drop).drop_attrs())
+
+
+@pytest.mark.parametrize("name", sorted(ENTRIES))
+def test_every_variable_and_coordinate_has_units_and_a_long_name_through_netcdf(name, tmp_path):
+    entry = ENTRIES[name]
+    ds = entry.function(**entry.example(), backend="cpu", progress=False)
+    path = tmp_path / "out.nc"
+    ds.to_netcdf(path)
+    back = ge.open_dataset(path)
+    for which, result in (("result", ds), ("its NetCDF", back)):
+        for var_name, var in list(result.data_vars.items()) + list(result.coords.items()):
+            for attr in ("units", "long_name"):
+                assert attr in var.attrs, f"{name}: {var_name} of {which} has no {attr}"
+            if var.attrs["units"] == "1" and "time" in var.attrs["long_name"].split():
+                assert "time_unit" in var.attrs, f"{name}: the time {var_name} does not say its unit"

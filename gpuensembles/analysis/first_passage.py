@@ -187,7 +187,7 @@ def default_grid(times: xr.DataArray, n: int = 201) -> np.ndarray:
 def kramers_fit(mean_time: xr.DataArray, stderr: xr.DataArray, dim: str = "D", form: str = "arrhenius") -> xr.Dataset:
     """Weighted least-squares fit of ``ln <T>`` against ``1/x`` along ``dim``.
 
-    Forms (seed 000, Eqs. 12-13), with ``x`` the noise intensity ``D`` (or ``theta``)::
+    Forms (Pierro et al. 2018, Eqs. 12-13), with ``x`` the noise intensity ``D`` (or ``theta``)::
 
         arrhenius:  ln <T> = a + slope / x
         kramers:    ln <T> = a + slope / x - ln x        (prefactor 1/theta)
@@ -332,7 +332,7 @@ def ks_compare(sample: xr.DataArray, cdf, grid=None, dim: str = REALIZATION) -> 
 
 
 def quasipotential(mean_time: xr.DataArray, stderr: xr.DataArray, damping, dim: str = "D") -> xr.Dataset:
-    """Local barrier from neighbouring noise levels (seed 000, Eq. 14 in differential form).
+    """Local barrier from neighbouring noise levels (Pierro et al. 2018, Eq. 14 in differential form).
 
     ``Delta U ~ d ln(theta <T>) / d(1/theta)`` with ``theta = D / damping``, estimated by
     finite differences between consecutive points along ``dim``; the ``theta`` factor is

@@ -209,6 +209,11 @@ def resolve(backend: str) -> str:
     return "cpu"
 
 
+#: The ``device`` of a lazy result until it is computed (the command line then names the
+#: devices that ran it).
+PER_WORKER_DEVICE = "resolved on each dask worker"
+
+
 def device_name(backend: str) -> str:
     """Human-readable name of the device a resolved backend runs on."""
     if backend == "cuda":

@@ -175,8 +175,18 @@ def header(ds, seconds: float, work: float, unit: str, output: str):
     note = ("" if compiling is False else "; wall time, the workers' compiling included" if compiling is None
             else f"; compiling {compiling:.2f} s not counted")
     print(f"gpuensembles {version()} | {ds.attrs['model']} | backend {ds.attrs['backend']} on {ds.attrs['device']}")
-    print(f"seed {ds.attrs['seed']} | {work:.3e} {unit} in {seconds:.2f} s ({work / seconds:.3e} {unit}/s{note}) "
-          f"-> {output}")
+    reused, items = int(ds.attrs.get("store_items_reused", 0)), int(ds.attrs.get("store_items", 1))
+    if reused:  # only what this call computed counts (its share of the work, by items)
+        work *= 1.0 - reused / items
+        store = f" ({reused} of {items} values came from the store and are not counted)"
+        if reused == items:
+            print(f"seed {ds.attrs['seed']} | nothing computed in this call: every value came from the store "
+                  f"-> {output}")
+            return
+    else:
+        store = ""
+    print(f"seed {ds.attrs['seed']} | {work:.3e} {unit} in {seconds:.2f} s ({work / seconds:.3e} {unit}/s{note})"
+          f"{store} -> {output}")
 
 
 def print_table(table, digits: int = 6):

@@ -264,13 +264,33 @@ def execute(plan: Plan, chunks=None, progress="auto", store=None, bytes_per_valu
     starting()
     if lazy:
         meta = np.empty((0,) * len(plan.dims), np.int64)
-        return dask_array().map_blocks(_dask_block, plan, chunk_store, chunks=dask_chunks, dtype=np.int64, meta=meta)
+        lazy_run = dask_array().map_blocks(_dask_block, plan, chunk_store, chunks=dask_chunks, dtype=np.int64,
+                                           meta=meta)
+        if chunk_store is not None:
+            lazy_run.stored_items = chunk_store.stored_items  # read by reuse_attrs
+        return lazy_run
     if chunk_store is not None:
         try:
             return _run_eager_store(plan, chunk_store, show)
         finally:
             chunk_store.release()
     return _run_eager(plan, show)
+
+
+def reuse_attrs(raw) -> dict:
+    """Attributes saying how much of a result a store already held when the run started.
+
+    ``store_items_reused`` (values of the chunks found finished, not computed in this call)
+    and ``store_items`` (all values); none for a run without a store.
+    """
+    stored = getattr(raw, "stored_items", None)
+    if stored is None:
+        return {}
+    return {"store_items_reused": np.int64(stored), "store_items": np.int64(math.prod(raw.shape))}
+
+
+class _StoredRun(np.ndarray):
+    """An eager run's values with ``stored_items``: how many of them its store already held."""
 
 
 def _run_eager_store(plan: Plan, store, show: bool) -> np.ndarray:
@@ -283,6 +303,8 @@ def _run_eager_store(plan: Plan, store, show: bool) -> np.ndarray:
             location = tuple(slice(int(s[i]), int(s[i + 1])) for s, i in zip(starts, block))
             out[location] = store.get_or_run(block, lambda location=location: run_block(plan, location))
             bar.update(1)
+    out = out.view(_StoredRun)
+    out.stored_items = store.stored_items
     return out
 
 
@@ -328,16 +350,18 @@ def coordinates(plan: Plan, metadata: dict) -> dict:
     return coords
 
 
-def sample_coordinates(plan: Plan, every: int) -> dict:
+def sample_coordinates(plan: Plan, every: int, time_unit: str) -> dict:
     """Coordinates of a ``time`` dimension sampled after every ``every`` of ``plan.max_steps`` steps.
 
     ``step`` always; ``time = step * h`` as well when the time step ``h`` is not swept
     (a swept ``h`` gives every point its own times; then ``step * h`` is left to the user).
+    ``time_unit`` says what the model's normalized time is (``units: "1"`` beside it).
     """
     step = np.arange(1, plan.max_steps // every + 1, dtype=np.int64) * every
     coords = {"step": xr.Variable("time", step, {"long_name": "steps since the start", "units": "1"})}
     if plan.inputs["h"].ndim == 0:
-        coords["time"] = xr.Variable("time", step * float(plan.inputs["h"]), {"long_name": "time", "units": "1"})
+        coords["time"] = xr.Variable("time", step * float(plan.inputs["h"]),
+                                     {"long_name": "time", "units": "1", "time_unit": time_unit})
     return coords
 
 
@@ -349,7 +373,7 @@ def on_dims(values, dims: tuple, coords: dict, **attrs) -> xr.DataArray:
 def where_it_ran(plan: Plan, raw) -> tuple:
     """``(backend, device)`` for the provenance of a result; lazy results resolve per worker."""
     if not isinstance(raw, np.ndarray):
-        return plan.backend, "resolved on each dask worker"
+        return plan.backend, _backend.PER_WORKER_DEVICE
     backend = _backend.resolve(plan.backend)
     return backend, _backend.device_name(backend)
 

@@ -24,6 +24,7 @@ import fcntl
 import hashlib
 import io
 import json
+import math
 import os
 import socket
 import time
@@ -145,6 +146,7 @@ class ChunkStore:
         self.dims = plan.dims
         self.record = fingerprint(plan, chunks)
         self.fingerprint = self.record["fingerprint"]
+        self.stored_items = 0  # values of the chunks already finished when the store was opened
 
     def open(self):
         """Create the store, or check that it holds this plan, and take its lock.
@@ -168,7 +170,13 @@ class ChunkStore:
         except BaseException:
             self.release()
             raise
+        self.stored_items = sum(math.prod(self._block_shape(block))
+                                for block in np.ndindex(*(len(c) for c in self.chunks))
+                                if all(f.exists() for f in self._files(block)))
         return self
+
+    def _block_shape(self, block: tuple) -> tuple:
+        return tuple(int(c[i]) for c, i in zip(self.chunks, block))
 
     def _check_plan(self):
         meta = self.path / "plan.json"

@@ -5,7 +5,7 @@ steps the order parameter ``r e^{i psi} = (1/N) sum_j e^{i x_j}`` and a phase hi
 are recorded. Oscillator ``i`` at step ``k`` takes normal ``i % 4`` of Philox block
 ``k * ceil(N / 4) + i // 4``, in both templates, so the two paths use the same noise.
 
-* Mean field (seed 004, PROG3): ``sum_j sin(x_j - x_i) = cos(x_i) S - sin(x_i) C`` with
+* Mean field (Januszewski & Kostur 2010, PROG3): ``sum_j sin(x_j - x_i) = cos(x_i) S - sin(x_i) C`` with
   ``S, C = sum_j (sin, cos)(x_j)``. On CUDA one cooperative launch runs all steps: each
   block reduces its partial sums, a grid-wide barrier follows, and every block adds the
   partials in the same fixed order, so there is no host round trip per step and the run is

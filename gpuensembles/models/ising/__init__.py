@@ -1,4 +1,4 @@
-"""The 2D Ising model (seed 002): checkerboard Metropolis over lattice size and beta.
+"""The 2D Ising model (Mandelli 2014): checkerboard Metropolis over lattice size and beta.
 
 :func:`ising` runs the multi-spin (1 bit per spin) or int8 kernels of :mod:`.kernels`
 built from the scalar updates of :mod:`.physics`; :mod:`.theory` holds Onsager's and the

@@ -1,4 +1,4 @@
-"""2D Ising thermodynamics over inverse temperature and lattice size (seed 002).
+"""2D Ising thermodynamics over inverse temperature and lattice size (Mandelli 2014).
 
 ``gpuensembles.ising`` runs checkerboard Metropolis (see
 :mod:`gpuensembles.models.metropolis`) on independent periodic ``L x L`` lattices, one per
@@ -347,7 +347,7 @@ def _dataset(per_L, sizes, L_input, beta_da, realizations, schedule, n_bins, cal
         ds = ds.squeeze("beta")
     first = per_L[0][1]["bins"]
     resolved = _backend.resolve(backend) if isinstance(first, np.ndarray) else backend
-    device = _backend.device_name(resolved) if isinstance(first, np.ndarray) else "resolved on each dask worker"
+    device = _backend.device_name(resolved) if isinstance(first, np.ndarray) else _backend.PER_WORKER_DEVICE
     attrs = io.provenance(model="2D Ising, periodic L x L, J = 1, h = 0", integrator="checkerboard Metropolis",
                           seed=seed, backend=resolved, device=device, dtype="int8" if kernel == "int8" else "1 bit",
                           history=io.history_line("ising", call))

@@ -29,7 +29,7 @@ from .rates import escape_rates
 from .retrapping import retrapping_currents
 from .switching import switching_currents
 
-#: Junctions known by name: SI parameters and the integration step of seed 000, Fig. 11(b).
+#: Junctions known by name: SI parameters and the integration step of Pierro et al. 2018, Fig. 11(b).
 PRESETS = {
     "li2007": dict(R=250.0, C=88e-15, Ic=0.748e-6, T=1.2, sweep_rate=200.0, h=1e-4),
 }
@@ -42,7 +42,8 @@ def _add_common(parser):
                         help="escape at the barrier top (default; as Pierro et al. 2018) or at the next well (what "
                              "rate theory counts)")
     parser.add_argument("--integrator", choices=INTEGRATORS, default="euler",
-                        help="Euler-Maruyama (seed 000) or BAOAB (underdamped; ~10x larger h at equal accuracy)")
+                        help="Euler-Maruyama (Pierro et al. 2018) or BAOAB (underdamped; ~10x larger h at equal "
+                             "accuracy)")
     parser.add_argument("--dtype", choices=DTYPES, default="float32")
     commands.add_run_options(parser, "realizations")
     parser.add_argument("--store", metavar="DIR", help="keep finished chunks in DIR; the same command resumes from it")
@@ -292,7 +293,8 @@ def add_escape_rates(parser):
         add_parameter(parser, name, PARAMETERS[name]["long_name"], required=True)
     parser.add_argument("--model", choices=MODELS, default="underdamped")
     parser.add_argument("--integrator", choices=INTEGRATORS, default="euler",
-                        help="Euler-Maruyama (seed 000) or BAOAB (underdamped; ~10x larger h at equal accuracy)")
+                        help="Euler-Maruyama (Pierro et al. 2018) or BAOAB (underdamped; ~10x larger h at equal "
+                             "accuracy)")
     parser.add_argument("--method", choices=RATE_METHODS, default="auto",
                         help="direct first passage (barriers <= 20 theta), forward flux sampling (3 to 100 theta), "
                              "or auto (direct below 6 theta)")

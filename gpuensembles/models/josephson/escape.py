@@ -1,4 +1,4 @@
-"""Escape times of the washboard particle at constant bias (seed 000, Algorithm 1)."""
+"""Escape times of the washboard particle at constant bias (Pierro et al. 2018, Algorithm 1)."""
 
 import numpy as np
 import xarray as xr
@@ -39,7 +39,7 @@ def escape_times(
     Parameters
     ----------
     damping : float or array, > 0
-        Normalized damping coefficient (``alpha``/``beta`` in seed 000).
+        Normalized damping coefficient (``alpha``/``beta`` in Pierro et al. 2018).
     gamma : float or array, in [0, 1)
         Normalized bias current ``I/I_c``.
     D : float or array, > 0
@@ -55,10 +55,10 @@ def escape_times(
         Equation to integrate.
     passage : {"barrier_top", "next_well"}
         Where a realization has escaped: at the barrier top ``pi - arcsin(gamma)``
-        (seed 000), or at the next well's bottom ``arcsin(gamma) + 2 pi``, past any
+        (Pierro et al. 2018), or at the next well's bottom ``arcsin(gamma) + 2 pi``, past any
         recrossing of the barrier: the escape that Kramers-type rates describe.
     integrator : {"euler", "baoab"}
-        Euler-Maruyama (seed 000) or, underdamped only, the BAOAB splitting: weak order
+        Euler-Maruyama (Pierro et al. 2018) or, underdamped only, the BAOAB splitting: weak order
         2 without Euler's numerical heating (which lowers the effective damping by
         ``h omega_p^2 / damping``), so a ~10x larger ``h`` gives the same accuracy.
     max_steps : int
@@ -119,9 +119,10 @@ def escape_times(
     return xr.Dataset(
         {
             "escape_time": times.transpose(*plan.dims).assign_attrs(
-                long_name="first-passage (escape) time", units="1", comment="steps * h; NaN where escaped is False"
+                long_name="first-passage (escape) time", units="1", time_unit=junction.TIME_UNIT,
+                comment="steps * h; NaN where escaped is False"
             ),
-            "escaped": escaped.assign_attrs(long_name="realization escaped within max_steps"),
+            "escaped": escaped.assign_attrs(long_name="realization escaped within max_steps", units="1"),
             "steps": steps.assign_attrs(long_name="integration steps taken", units="1"),
         },
         attrs=junction.attributes(plan, raw, "escape_times", model, dtype, passage, integrator, call,

@@ -1,6 +1,6 @@
 """What every Josephson run shares: the equation's units, parameters, validation and attributes.
 
-Normalized RCSJ (washboard) Langevin equation, seed 000 Eq. (9) with the noise of its
+Normalized RCSJ (washboard) Langevin equation, Pierro et al. 2018 Eq. (9) with the noise of its
 Algorithm 1::
 
     underdamped:  phi'' + damping * phi' = V0 * (-sin(phi) + gamma) + xi(t)
@@ -11,7 +11,7 @@ The noise enters *outside* ``V0`` (as in the seed's Algorithm 1, not its Eq. 9),
 is what satisfies fluctuation-dissipation with temperature ``theta = D / damping`` for
 the potential ``U(phi) = -V0 (cos(phi) + gamma phi)``.
 
-Units (seed 000, Sect. II.1): energies in ``E_C = (2e)^2 / C``, time in ``hbar / E_C``,
+Units (Pierro et al. 2018, Sect. II.1): energies in ``E_C = (2e)^2 / C``, time in ``hbar / E_C``,
 currents in ``I_c``; see :func:`normalize` for the conversion from SI. The junction's
 quality factor is ``Q = omega_p R C = sqrt(V0) / damping``.
 
@@ -47,7 +47,7 @@ PASSAGES, INTEGRATORS = washboard.PASSAGES, washboard.INTEGRATORS
 assert PASSAGES == get_args(Passage) and INTEGRATORS == get_args(Integrator)
 
 INTEGRATOR_TEXT = {
-    "euler": "Euler-Maruyama, noise sqrt(2 D h) added to the velocity (seed 000, Algorithm 1)",
+    "euler": "Euler-Maruyama, noise sqrt(2 D h) added to the velocity (Pierro et al. 2018, Algorithm 1)",
     "baoab": "BAOAB splitting (half kick, half drift, exact Ornstein-Uhlenbeck step, half drift, half kick)",
 }
 
@@ -78,11 +78,14 @@ PHYSICAL = {
     "sweep_rate": ("bias sweep rate (dI/dt) / Ic", "s-1", 1e-6, 1e12),
 }
 
+#: What the normalized time of every time variable is (``units: "1"`` beside it; CF allows the attribute).
+TIME_UNIT = "hbar / E_C with E_C = (2e)^2 / C: the time unit of the normalized washboard equation"
+
 #: Largest allowed ``h`` times the fastest deterministic rate of the well (see `_check_step`).
 MAX_STEP_TIMES_RATE = 0.1
 
 PASSAGE_TEXT = {
-    "barrier_top": "first step with phi > pi - arcsin(gamma) (barrier top; seed 000)",
+    "barrier_top": "first step with phi > pi - arcsin(gamma) (barrier top; Pierro et al. 2018)",
     "next_well": ("first step with phi > arcsin(gamma) + 2 pi "
                   "(bottom of the next well: escape as rate theory counts it)"),
 }
@@ -94,7 +97,7 @@ PASSAGE_TEXT = {
 def normalize(*, R, C, Ic, T, sweep_rate=None, h=None) -> dict:
     """Convert SI junction parameters into the normalized units of the model.
 
-    Conventions (seed 000, Sect. II.1): ``E_J = Ic hbar / 2e``, ``E_C = (2e)^2 / C``,
+    Conventions (Pierro et al. 2018, Sect. II.1): ``E_J = Ic hbar / 2e``, ``E_C = (2e)^2 / C``,
     time unit ``t0 = hbar / E_C``. Then ``V0 = E_J / E_C``, ``damping = hbar / (R (2e)^2)``
     ``= t0 / (R C)``, ``theta = k_B T / E_C`` and ``D = damping * theta``. The bias sweep
     is ``dI/dt = sweep_rate * Ic``, so ``d gamma / dt = sweep_rate`` and the bias grows
@@ -211,6 +214,7 @@ def attributes(plan, raw, function, model, dtype, passage, integrator, call, **e
         history=io.history_line(function, call),
     )
     attrs.update({k: p.item() for k, p in plan.inputs.items() if p.ndim == 0 and k in PARAMETERS})
+    attrs.update(engine.reuse_attrs(raw))
     attrs.update(dynamics=model, max_steps=np.int64(plan.max_steps), **extra)
     if passage is not None:
         attrs.update(passage=passage, passage_condition=PASSAGE_TEXT[passage])

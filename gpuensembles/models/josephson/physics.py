@@ -3,7 +3,7 @@
     underdamped:  phi'' + damping phi' = V0 (-sin(phi) + gamma) + xi,   <xi xi> = 2 D delta
     overdamped:           damping phi' = V0 (-sin(phi) + gamma) + xi
 
-Euler-Maruyama with the noise ``sqrt(2 D h) z`` added to the velocity (seed 000,
+Euler-Maruyama with the noise ``sqrt(2 D h) z`` added to the velocity (Pierro et al. 2018,
 Algorithm 1). All functions are allocation-free ``numba.jit`` functions without
 signatures, shared by the CPU and CUDA targets through
 :class:`gpuensembles.FirstPassageKernel`.
@@ -12,7 +12,7 @@ Two kernels:
 
 * :func:`escape_kernel` -- constant bias; passage at the barrier top ``pi - arcsin(gamma)``.
 * :func:`switching_kernel` -- bias ramped by ``dgamma`` per step from ``gamma_start``
-  (seed 000, Algorithm 3); passage at the barrier top of the current bias. The bias of
+  (Pierro et al. 2018, Algorithm 3); passage at the barrier top of the current bias. The bias of
   step ``k`` is computed in float64 from the int64 step count, never accumulated.
 
 Parameter rows (float64) are, in order,
@@ -139,7 +139,7 @@ def passage_point(gamma, next_well):
 
 @functools.cache
 def escape_kernel(model: str, dtype: str, passage: str = "barrier_top", integrator: str = "euler"):
-    """Escape at constant bias from rest at the well bottom (seed 000, Algorithm 1)."""
+    """Escape at constant bias from rest at the well bottom (Pierro et al. 2018, Algorithm 1)."""
     F, block = _integrator(model, dtype, integrator)
     next_well = passage == "next_well"
     baoab = integrator == "baoab"
@@ -201,7 +201,7 @@ def _thermal_phase(V0, gamma, theta, seed, stream, realization):
 
 @functools.cache
 def switching_kernel(model: str, dtype: str, passage: str = "barrier_top", integrator: str = "euler"):
-    """Switching under a linear bias ramp (seed 000, Algorithm 3).
+    """Switching under a linear bias ramp (Pierro et al. 2018, Algorithm 3).
 
     Step ``k`` (1-based) uses ``gamma_k = gamma_start + k * dgamma``; a block of four
     steps uses the bias at the block's centre, so the ramp is exact on average and off by

@@ -56,6 +56,8 @@ _VARIABLES = ("rate", "rate_stderr", "steps", "interfaces", "replicas", "run_pro
 RUN_FIRST_STAGE, RUN_MAX_STAGES = 512, 40
 #: Replicas of a run-probability chain (pools of escaped states).
 RUN_REPLICAS = 16
+#: The time unit of every rate (``units: "1"`` beside it).
+PER_TIME = f"per ({junction.TIME_UNIT})"
 
 
 def escape_rates(
@@ -402,15 +404,16 @@ def _dataset(plan, raw, barrier, methods, units, wells, attrs) -> xr.Dataset:
         return xr.DataArray(raw[..., k], dims=dims, coords=coords, attrs=meta)
 
     data = {
-        "rate": var(0, long_name="escape rate (inverse mean first-passage time to the next well)", units="1"),
-        "rate_stderr": var(1, long_name="standard error of the escape rate", units="1"),
+        "rate": var(0, long_name="escape rate (inverse mean first-passage time to the next well)", units="1",
+                    time_unit=PER_TIME),
+        "rate_stderr": var(1, long_name="standard error of the escape rate", units="1", time_unit=PER_TIME),
         "steps": var(2, long_name="integration steps spent", units="1").astype(np.int64),
         "interfaces": var(3, long_name="forward-flux interfaces (0: direct method)", units="1").astype(np.int64),
         "replicas": var(4, long_name="forward-flux replicas, or direct realizations", units="1").astype(np.int64),
         "barrier": xr.DataArray(barrier, dims=dims, coords=coords,
                                 attrs={"long_name": "barrier height Delta U / theta", "units": "1"}),
         "method": xr.DataArray(methods.astype(str), dims=dims, coords=coords,
-                               attrs={"long_name": "method that measured the rate"}),
+                               attrs={"long_name": "method that measured the rate", "units": "1"}),
     }
     if wells is not None:
         data.update(_voltage_variables(var, wells))
@@ -439,13 +442,14 @@ def _voltage_variables(var, wells) -> dict:
                                           units="1"),
         "run_probability_stderr": p_stderr.assign_attrs(long_name="standard error of run_probability", units="1"),
         "failed_run_time": t_fail.assign_attrs(long_name="mean duration of an escape that is retrapped, from the "
-                                                         "next well's bottom", units="1"),
+                                                         "next well's bottom", units="1", time_unit=junction.TIME_UNIT),
         "run_interfaces": var(8).astype(np.int64).assign_attrs(
             long_name="splitting stages of run_probability (-1: below 1e-21, not resolved; -2: fewer than two "
                       "escapes measured to start from)", units="1"),
         "switching_rate": switching.assign_attrs(
             long_name="rate of switching into the running state, rate * P / (1 + rate (1 - P) failed_run_time)",
-            units="1"),
+            units="1", time_unit=PER_TIME),
         "switching_rate_stderr": (switching * relative).assign_attrs(
-            long_name="standard error of switching_rate (rate and run_probability independent)", units="1"),
+            long_name="standard error of switching_rate (rate and run_probability independent)", units="1",
+            time_unit=PER_TIME),
     }

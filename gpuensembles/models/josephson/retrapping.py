@@ -147,7 +147,8 @@ def retrapping_currents(
             long_name="retrapping current I_r / I_c", units="1",
             comment="gamma_start - steps * dgamma: the bias of the last barrier crossing before the phase relaxed "
                     "into a well; NaN where retrapped is False"),
-        "retrapped": retrapped.assign_attrs(long_name=f"retrapped before the bias reached gamma_end = {gamma_end}"),
+        "retrapped": retrapped.assign_attrs(long_name=f"retrapped before the bias reached gamma_end = {gamma_end}",
+                                            units="1"),
         "steps": steps.assign_attrs(long_name="ramp steps to the last barrier crossing (to gamma_end if not "
                                               "retrapped)", units="1"),
     }

@@ -43,7 +43,7 @@ def switching_currents(
 ) -> xr.Dataset:
     """Switching currents of a Josephson junction under a linearly ramped bias.
 
-    The bias of step ``k`` is ``gamma_k = gamma_start + k * dgamma`` (seed 000,
+    The bias of step ``k`` is ``gamma_k = gamma_start + k * dgamma`` (Pierro et al. 2018,
     Algorithm 3), computed in float64 from the int64 step count, so ramps of 1e-12 per
     step over 1e11 steps are exact. A realization switches at the first step where the
     phase passes the barrier top of the current bias (or the next well, see
@@ -77,7 +77,7 @@ def switching_currents(
         The ramp stops at this bias (<= 1); realizations not switched by then have
         ``switched`` False and NaN current.
     start : {"rest", "thermal"}
-        Initial state: at rest at the well bottom (seed 000), or drawn from the
+        Initial state: at rest at the well bottom (Pierro et al. 2018), or drawn from the
         Boltzmann distribution of the well at ``gamma_start``.
     model : {"underdamped", "overdamped"}
         As in :func:`escape_times`.
@@ -103,7 +103,7 @@ def switching_currents(
         ``rate_gamma``.
     criterion : {"escape", "voltage"}
         What counts as switching. ``"escape"``: the first passage over the barrier (see
-        ``passage``), as in seed 000; it is where a voltage appears only when escapes are
+        ``passage``), as in Pierro et al. 2018; it is where a voltage appears only when escapes are
         not caught again, i.e. above the retrapping current (:func:`.theory.retrapping_current`;
         a RuntimeWarning says when most switching lies below it). ``"voltage"`` (underdamped
         model): the junction has entered the running state, the phase having advanced
@@ -195,7 +195,8 @@ def switching_currents(
     data = {
         "switching_current": current.assign_attrs(long_name="switching current I_sw / I_c", units="1",
                                                   comment="gamma_start + steps * dgamma; NaN where switched is False"),
-        "switched": switched.assign_attrs(long_name=f"switched before the bias reached gamma_end = {gamma_end}"),
+        "switched": switched.assign_attrs(long_name=f"switched before the bias reached gamma_end = {gamma_end}",
+                                          units="1"),
         "steps": steps.assign_attrs(long_name="integration steps taken" if wells is None else
                                     "ramp steps to the barrier crossing that started the run", units="1"),
     }

@@ -11,7 +11,7 @@ import xarray as xr
 from ...core import engine, io
 from . import fulton_dunkleberger as fd
 from . import junction, theory
-from .rates import escape_rates
+from .rates import PER_TIME, escape_rates
 
 #: Variables of ``escape_rates`` kept over ``rate_gamma`` with ``criterion="voltage"``.
 _VOLTAGE_RATE_VARIABLES = ("run_probability", "run_probability_stderr", "failed_run_time", "switching_rate",
@@ -159,7 +159,8 @@ def run(*, h, realizations, damping, D, dgamma, V0, physical, gamma_start, gamma
         "switching_current": current.assign_attrs(
             long_name="switching current I_sw / I_c", units="1",
             comment="drawn from the Fulton-Dunkleberger CDF (cdf) by inverse transform; NaN where switched is False"),
-        "switched": switched.assign_attrs(long_name=f"switched before the bias reached gamma_end = {gamma_end}"),
+        "switched": switched.assign_attrs(long_name=f"switched before the bias reached gamma_end = {gamma_end}",
+                                          units="1"),
         "steps": steps.assign_attrs(long_name="ramp steps until the bias reaches the switching current", units="1",
                                     comment="ceil((switching_current - gamma_start) / dgamma); no simulation "
                                             "took them (rate_steps are the simulated steps)"),
@@ -169,11 +170,12 @@ def run(*, h, realizations, damping, D, dgamma, V0, physical, gamma_start, gamma
         "cdf_stderr": xr.DataArray(cdf_stderr.reshape(shape), dims=(*sweep_dims, "bias"), coords=grid).assign_attrs(
             long_name="standard error of cdf from the rates' standard errors (delta method)", units="1"),
         "rate": xr.DataArray(escape.rate, dims="rate_gamma", coords=rate_coord).assign_attrs(
-            long_name="escape rate (1 / mean first-passage time to the next well)", units="1"),
+            long_name="escape rate (1 / mean first-passage time to the next well)", units="1",
+            time_unit=PER_TIME),
         "rate_stderr": xr.DataArray(curve.rate_stderr if wells is None else measured["rate_stderr"].values,
                                     dims="rate_gamma",
                                     coords=rate_coord).assign_attrs(long_name="standard error of the escape rate",
-                                                                    units="1"),
+                                                                    units="1", time_unit=PER_TIME),
         "rate_steps": xr.DataArray(curve.steps, dims="rate_gamma", coords=rate_coord).assign_attrs(
             long_name="integration steps simulated for the rate point", units="1"),
         "adiabaticity": xr.DataArray(epsilon.reshape(dgammas.shape), dims=sweep_dims, coords=coords).assign_attrs(

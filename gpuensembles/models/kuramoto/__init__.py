@@ -1,4 +1,4 @@
-"""The noisy Kuramoto model (seed 004): N globally coupled phase oscillators.
+"""The noisy Kuramoto model (Januszewski & Kostur 2010): N globally coupled phase oscillators.
 
 :func:`kuramoto` runs the mean-field (O(N)) or coupling-matrix (O(N^2)) path of the
 generic coupled-oscillator template with the step of :mod:`.physics`; :mod:`.theory`

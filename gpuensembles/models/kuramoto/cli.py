@@ -41,7 +41,7 @@ def summary(ds, seconds, output):
 
 
 def plot(ds, path):
-    """Phase density over time (seed 004, Fig. 4) of the first system."""
+    """Phase density over time (Januszewski & Kostur 2010, Fig. 4) of the first system."""
     commands.use_agg()
     from ...analysis.plots import plot_field, save
 

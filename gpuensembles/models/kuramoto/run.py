@@ -1,9 +1,9 @@
-"""The noisy Kuramoto model: N globally coupled overdamped phase oscillators (seed 004, Eq. 2).
+"""The noisy Kuramoto model: N globally coupled overdamped phase oscillators (Januszewski & Kostur 2010, Eq. 2).
 
     g x_i' = w_i + sum_j K_ij sin(x_j - x_i) + sqrt(2 g kT) xi_i(t)
 
 with either constant coupling ``K_ij = K / N`` (the classic Kuramoto normalization, run
-through the O(N) mean-field identity of seed 004, PROG3) or a general matrix ``K_ij``
+through the O(N) mean-field identity of Januszewski & Kostur 2010, PROG3) or a general matrix ``K_ij``
 (PROG2, O(N^2) per step). Euler-Maruyama steps (as in the seed), phases kept in
 ``[-pi, pi)`` in float32.
 """
@@ -40,6 +40,9 @@ MAX_BINS = 1024
 MAX_N = 2**31 - 1
 #: Largest allowed ``h |K| / g`` (mean field) or ``h max_i sum_j |K_ij| / g``.
 MAX_STEP_TIMES_RATE = 0.5
+
+#: What the normalized time of the ``time`` coordinate is (``units: "1"`` beside it).
+TIME_UNIT = "the inverse unit of the natural frequencies omega (time in 1 / [omega])"
 
 def kuramoto(
     *,
@@ -230,7 +233,7 @@ def _run_block(plan, settings, start, stop):
 
 def _dataset(plan, raw, call, settings):
     every, bins = settings["every"], settings["bins"]
-    coords = {**engine.coordinates(plan, PARAMETERS), **engine.sample_coordinates(plan, every)}
+    coords = {**engine.coordinates(plan, PARAMETERS), **engine.sample_coordinates(plan, every, TIME_UNIT)}
     edges = np.linspace(-np.pi, np.pi, bins + 1)
     coords["phase"] = xr.Variable("phase", 0.5 * (edges[1:] + edges[:-1]),
                                   {"long_name": "phase (bin centre)", "units": "rad"})

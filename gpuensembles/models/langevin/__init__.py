@@ -1,4 +1,4 @@
-"""The driven Brownian particle in a periodic potential (seed 004, Stewart-McCumber model).
+"""The driven Brownian particle in a periodic potential (Januszewski & Kostur 2010, Stewart-McCumber model).
 
 :func:`langevin` integrates many trajectories over parameter grids on the generic
 trajectory template (:mod:`.physics`: SRK2 and Euler steps); :mod:`.theory` has

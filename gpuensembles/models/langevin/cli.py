@@ -41,7 +41,7 @@ def summary(ds, seconds, output):
 
 
 def plot(ds, path):
-    """Coarse-grained density over time (seed 004, Fig. 2) if recorded, else <<v>> over the sweep."""
+    """Coarse-grained density over time (Januszewski & Kostur 2010, Fig. 2) if recorded, else <<v>> over the sweep."""
     commands.use_agg()
     from ...analysis.plots import plot_field, save
 

@@ -4,7 +4,7 @@
     overdamped:         g x' = -V'(x) + a cos(w t) + f + sqrt(2 g kT) xi(t)
     V(x) = V0 sin(2 pi x),   <xi(t) xi(s)> = delta(t - s)
 
-(seed 004, Eq. 1; the overdamped form is its large-friction limit). Integrators:
+(Januszewski & Kostur 2010, Eq. 1; the overdamped form is its large-friction limit). Integrators:
 
 * ``srk2`` -- the seed's stochastic Runge-Kutta scheme of 2nd order (Algorithm 2), i.e.
   the stochastic Heun method for additive noise, applied to ``(x, v)``: an Euler
@@ -15,7 +15,7 @@ Long runs lose no accuracy: the position is kept as an integer winding count plu
 float in ``[-1/2, 1/2)``, so ``cos(2 pi x)`` is only ever evaluated on ``[-pi, pi)``
 (where fast hardware ``cos`` is accurate), and the drive phase ``w t mod 2 pi`` is
 recomputed in float64 from the int64 step count every four steps instead of being
-accumulated (seed 004, Sect. 5); within the four steps the drive phasor is turned by
+accumulated (Januszewski & Kostur 2010, Sect. 5); within the four steps the drive phasor is turned by
 ``w h`` per step with two multiply-adds.
 
 All functions are allocation-free ``numba.jit`` functions shared by the CPU and CUDA

@@ -35,7 +35,8 @@ _MAX_CELL = 2**62
 MAX_STEP_TIMES_RATE = 0.5
 
 _INTEGRATOR_TEXT = {
-    "srk2": "stochastic Runge-Kutta of 2nd order (seed 004, Algorithm 2; stochastic Heun, one normal per step)",
+    "srk2": ("stochastic Runge-Kutta of 2nd order (Januszewski & Kostur 2010, Algorithm 2; stochastic Heun, one "
+             "normal per step)"),
     "euler": "Euler-Maruyama",
 }
 _START_TEXT = {
@@ -43,6 +44,9 @@ _START_TEXT = {
     "uniform": "x uniform over one period [-1/2, 1/2), v Maxwellian at kT",
 }
 
+
+#: What the normalized time of the ``time`` coordinate is (``units: "1"`` beside it).
+TIME_UNIT = "the dimensionless time of the equation (Januszewski & Kostur 2010, Eq. 1; lengths in potential periods)"
 
 def langevin(
     *,
@@ -70,7 +74,7 @@ def langevin(
 ) -> xr.Dataset:
     """Ensembles of the driven Brownian particle ``x'' + g x' = -V'(x) + a cos(w t) + f + noise``.
 
-    ``V(x) = V0 sin(2 pi x)`` (period 1), noise ``sqrt(2 g kT) xi(t)`` (seed 004, Eq. 1). Any
+    ``V(x) = V0 sin(2 pi x)`` (period 1), noise ``sqrt(2 g kT) xi(t)`` (Januszewski & Kostur 2010, Eq. 1). Any
     of ``a, w, g, f, kT, V0, h`` may be a 1-D array (or DataArray): it becomes a labeled
     dimension of the output, and the whole grid runs in one launch. All quantities are
     in the model's dimensionless units (length: the potential period; time: that of the
@@ -96,7 +100,7 @@ def langevin(
     histogram : (int, int), optional
         ``(lo, hi)``: count trajectories per unit cell ``[c, c + 1)``, ``lo <= c < hi``, at
         every sample time (or at the end without ``sample_every``): the coarse-grained
-        density of seed 004, Fig. 2. Trajectories outside are counted in
+        density of Januszewski & Kostur 2010, Fig. 2. Trajectories outside are counted in
         ``density_below`` / ``density_above``, never dropped.
     transient : int
         Steps discarded before the time average of the velocity starts (a multiple of
@@ -104,7 +108,7 @@ def langevin(
     model : {"underdamped", "overdamped"}
         The overdamped model is ``g x' = -V'(x) + a cos(w t) + f + sqrt(2 g kT) xi``.
     integrator : {"srk2", "euler"}
-        Stochastic Runge-Kutta 2 (seed 004, Algorithm 2) or Euler-Maruyama.
+        Stochastic Runge-Kutta 2 (Januszewski & Kostur 2010, Algorithm 2) or Euler-Maruyama.
     start : {"rest", "uniform"}
         ``x = v = 0``, or ``x`` uniform over a period and ``v`` Maxwellian at ``kT``.
     seed : int, optional
@@ -258,7 +262,7 @@ def _dataset(plan, raw, call, model, integrator, start, dtype, steps, every, tra
     coords = engine.coordinates(plan, PARAMETERS)
     sampled = sample_every is not None
     if sampled:
-        coords.update(engine.sample_coordinates(plan, every))
+        coords.update(engine.sample_coordinates(plan, every, TIME_UNIT))
 
     def array(values, dims, **attrs):
         return engine.on_dims(values, dims, coords, **attrs)
@@ -271,7 +275,7 @@ def _dataset(plan, raw, call, model, integrator, start, dtype, steps, every, tra
     data = {
         "x_end": per_realization(final[..., 0], long_name="position at the end (unwrapped)", units="1"),
         "mean_velocity": (per_realization(final[..., 0] - final[..., 2]) / duration).assign_attrs(
-            long_name="time-averaged velocity after the transient", units="1",
+            long_name="time-averaged velocity after the transient", units="1", time_unit=TIME_UNIT,
             comment="(x(T) - x(t_transient)) / (T - t_transient)"),
     }
     if model == "underdamped":

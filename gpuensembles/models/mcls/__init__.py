@@ -1,4 +1,4 @@
-"""Monte Carlo linear solvers: forward and adjoint random walks on the Jacobi splitting (seed 003).
+"""Monte Carlo linear solvers: forward and adjoint random walks on the Jacobi splitting (Hamilton & Lupo Pasini).
 
 ``mc_solve`` runs them; :mod:`.problems` builds the seed's test
 matrices; :mod:`.splitting` holds the splitting, the transition tables

@@ -15,7 +15,8 @@ PROBLEMS = {"laplacian-2d": (problems.laplacian_2d, 30), "shifted-laplacian-1d":
 def add_arguments(parser):
     """Options of ``mc-solve``."""
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--problem", choices=sorted(PROBLEMS), help="a test matrix of seed 003")
+    source.add_argument("--problem", choices=sorted(PROBLEMS),
+                        help="a test matrix of the Hamilton & Lupo Pasini report")
     source.add_argument("--matrix", metavar="FILE", help="A from a Matrix Market (.mtx) or scipy .npz file")
     parser.add_argument("--size", type=integer, help="grid side m (laplacian-2d, n = m^2; default 30) or n "
                                                  "(shifted-laplacian-1d; default 1e6)")

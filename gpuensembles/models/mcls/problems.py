@@ -1,4 +1,4 @@
-"""Test matrices of the Monte Carlo linear-solver literature (seed 003).
+"""Test matrices of the Monte Carlo linear-solver literature (the Hamilton & Lupo Pasini report).
 
 Both are symmetric M-matrices with a constant diagonal, so their Jacobi iteration matrix
 ``H`` is nonnegative and symmetric and its spectral radius is known exactly.

@@ -1,4 +1,4 @@
-"""``mc_solve``: forward and adjoint Monte Carlo solution of ``A x = b`` (seed 003).
+"""``mc_solve``: forward and adjoint Monte Carlo solution of ``A x = b`` (the Hamilton & Lupo Pasini report).
 
 Histories are split into ``batches``; each batch is an ensemble member whose tally is
 an independent estimate of ``x``, so the batch spread gives ``x_stderr`` and batches are
@@ -143,7 +143,7 @@ def mc_solve(A, b, method: Method = "adjoint", histories=1_000_000, *, weight_cu
         ds = _dataset(problem, *problem.run_reduced())
     else:
         ds = _assemble(problem, run(problem), keep_batches)
-    ran = (resolved, _backend.device_name(resolved)) if resolved else (backend, "resolved on each dask worker")
+    ran = (resolved, _backend.device_name(resolved)) if resolved else (backend, _backend.PER_WORKER_DEVICE)
     ds.attrs.update(io.provenance(
         model=f"Monte Carlo linear solver, {method} method", integrator=problem.description, seed=problem.seed,
         backend=ran[0], device=ran[1], dtype="float64", history=io.history_line("mc_solve", call)))
@@ -366,8 +366,9 @@ def _dataset(problem: _Problem, x, spread, transitions) -> xr.Dataset:
     stderr = (spread * problem.per_batch.size / (problem.per_batch.size - 1)) ** 0.5 / total
     ds = xr.Dataset(
         {
-            "x": ("row", x, {"long_name": "Monte Carlo estimate of the solution of A x = b"}),
-            "x_stderr": ("row", stderr, {"long_name": "standard error of x from the spread of the batch estimates"}),
+            "x": ("row", x, {"long_name": "Monte Carlo estimate of the solution of A x = b", "units": "1"}),
+            "x_stderr": ("row", stderr, {"long_name": "standard error of x from the spread of the batch estimates",
+                                         "units": "1"}),
             **_diagnostics(problem, transitions, int(problem.size.sum())),
         },
         coords={"row": ("row", problem.rows, ROW_ATTRS)},

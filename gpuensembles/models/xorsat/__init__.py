@@ -1,4 +1,4 @@
-"""3-XORSAT (3-spin model on random 3-regular 3-uniform hypergraphs) and its quasi-greedy solver (seed 001).
+"""3-XORSAT (3-spin model on random 3-regular hypergraphs) and its quasi-greedy solver (Bernaschi et al. 2021).
 
 :mod:`.instances` builds, checks, saves and loads instances; :func:`solve` runs the
 quasi-greedy algorithm (:mod:`.physics`, on its own kernel template :mod:`.kernels`) with

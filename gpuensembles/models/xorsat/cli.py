@@ -47,7 +47,7 @@ def summary(ds, seconds, output):
 
 
 def plot(ds, path):
-    """Survival of the run times against the exponential law (seed 001, Fig. 2)."""
+    """Survival of the run times against the exponential law (Bernaschi et al. 2021, Fig. 2)."""
     commands.use_agg()
     from ...analysis.plots import save
 

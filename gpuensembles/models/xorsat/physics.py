@@ -1,6 +1,6 @@
 """Quasi-greedy updates of the 3-spin model, 32 clones per word: the pieces every target shares.
 
-Model (seed 001): ``N`` bits ``x_v`` (spin ``1 - 2 x_v``), ``N`` triplets; triplet ``a``
+Model (Bernaschi et al. 2021): ``N`` bits ``x_v`` (spin ``1 - 2 x_v``), ``N`` triplets; triplet ``a``
 is *unsatisfied* when ``x_i ^ x_j ^ x_k != b_a``. A variable with ``u`` of its three
 triplets unsatisfied flips with probability 0 (``u = 0``), ``p`` (``u = 1``) or 1
 (``u >= 2``). Variables sharing no triplet are independent, so the solver colours the

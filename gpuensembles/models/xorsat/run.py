@@ -1,4 +1,4 @@
-"""``solve``: the quasi-greedy algorithm with many multi-spin-coded clones (seed 001).
+"""``solve``: the quasi-greedy algorithm with many multi-spin-coded clones (Bernaschi et al. 2021).
 
 A *run* starts ``clones`` clones from independent random configurations and sweeps them
 all until one satisfies every triplet or ``timeout`` sweeps have passed; its time to
@@ -36,6 +36,10 @@ _MAX_INDEX = 2**16  # instances and values of p are told apart by 16 bits of the
 _RNG_TEXT = ("Philox4x32-10, key=(seed, instance | p_index << 16), counter=(sweep, variable | block << 12 | N << 16, "
              "word, run); a u = 1 clone flips when its own 32-bit uniform U < floor(p 2^32)")
 
+
+#: Coordinates' metadata of the instances' size and index.
+N_ATTRS = {"long_name": "variables (and triplets) of the instance", "units": "1"}
+INSTANCE_ATTRS = {"long_name": "index of the instance among those of its size", "units": "1"}
 
 def independent_sets(triplets: np.ndarray, N: int, size: int = 32) -> tuple:
     """Greedy partition of the variables into sets of at most ``size`` that share no triplet.
@@ -259,29 +263,32 @@ def _dataset(raw, stacked, instances, p_da, ps, runs, clones, limit, timeout, se
     coords = {"p": xr.Variable("p", ps, {"long_name": "flip probability with one unsatisfied triplet",
                                          "units": "1"}),
               RUN: xr.Variable(RUN, np.arange(runs), {"long_name": "independent run", "units": "1"})}
+    described = {"N": N_ATTRS, "instance": INSTANCE_ATTRS}
     for d in stacked:
-        coords[d] = instances[d].variable
+        coords[d] = xr.Variable(instances[d].dims, instances[d].values, instances[d].attrs or described[d])
     if "N" not in stacked:  # one size: a scalar coordinate
-        coords["N"] = np.int64(instances["N"].item() if "N" in instances.coords else _instances._instance_N(instances))
+        coords["N"] = xr.Variable((), np.int64(instances["N"].item() if "N" in instances.coords
+                                               else _instances._instance_N(instances)), N_ATTRS)
     if not stacked:  # one instance: its index as well
-        coords["instance"] = np.int64(_index(instances))
+        coords["instance"] = xr.Variable((), np.int64(_index(instances)), INSTANCE_ATTRS)
     data = {
         "tts_sweeps": xr.Variable(dims, sweeps, {"long_name": "sweeps to the first solution (timeout if unsolved)",
                                                 "units": "sweep"}),
         "tts_seconds": xr.Variable(dims, sweeps * per_sweep, {
             "long_name": "time to the first solution (at the timeout if unsolved)", "units": "s"}),
-        "solved": xr.Variable(dims, solved, {"long_name": "a clone satisfied every triplet before the timeout"}),
+        "solved": xr.Variable(dims, solved, {"long_name": "a clone satisfied every triplet before the timeout",
+                                             "units": "1"}),
         "clone": xr.Variable(dims, clone, {"long_name": "winning clone (-1: none)", "units": "1"}),
         "seconds_per_sweep": xr.Variable(dims, per_sweep, {
             "long_name": "wall time per sweep of a run's clones, from the measured update rate", "units": "s"}),
         "solution": xr.Variable(dims + ("variable",), raw["solution"].reshape(shape + (-1,)),
-                                {"long_name": "winning clone's bits x (spin 1 - 2x); 0 where unsolved"}),
+                                {"long_name": "winning clone's bits x (spin 1 - 2x); 0 where unsolved", "units": "1"}),
     }
     ds = xr.Dataset(data, coords)
     if p_da.ndim == 0:
         ds = ds.squeeze("p")
     resolved = _backend.resolve(backend) if isinstance(best, np.ndarray) else backend
-    device = _backend.device_name(resolved) if isinstance(best, np.ndarray) else "resolved on each dask worker"
+    device = _backend.device_name(resolved) if isinstance(best, np.ndarray) else _backend.PER_WORKER_DEVICE
     attrs = io.provenance(model="3-spin model on a 3-regular 3-uniform hypergraph (3-XORSAT)",
                           integrator="quasi-greedy single-variable flips, independent sets in turn",
                           seed=seed, backend=resolved, device=device, dtype="1 bit per clone",
