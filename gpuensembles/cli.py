@@ -36,7 +36,7 @@ EXAMPLES = """examples:
       --plot rc.png
   gpuensembles escape-rates --model overdamped --damping 1 --D 0.05 --gamma 0.3 0.5 0.7 0.9 --h 0.01 \\
       --rel-error 0.05 -o rates.nc --plot rates.png
-  gpuensembles mc-solve --problem laplacian-2d --size 30 --histories 1e7 -o x.nc
+  gpuensembles mc-solve --problem laplacian-2d --size 30 --histories 1e6 -o x.nc
   gpuensembles langevin --a 0 1 2 4.2 --w 4.9 --g 0.9 --f 0.1 --kT 0.001 --h 0.01282 --steps 200000 \\
       --transient 20000 --realizations 4096 -o v.nc
   gpuensembles kuramoto --N 1048576 --K 4 --width 1 --h 0.01 --steps 2000 --sample-every 20 -o r.nc --plot r.png
@@ -126,26 +126,28 @@ def _worker_device(backend) -> tuple:
 
 
 def _compute(ds, client, show):
-    """Compute a dask-backed result, with dask's progress bar (distributed's on a cluster), on stderr.
+    """Compute a dask-backed result, with a progress bar that shows the time left (tqdm) on stderr.
 
     The result's ``backend`` and ``device`` become those that ran it: this process's, or on
     a cluster those of the workers that ran its tasks.
     """
     if client is None:
-        from dask.diagnostics import ProgressBar
+        from tqdm.dask import TqdmCallback
 
-        with ProgressBar(out=sys.stderr) if show else contextlib.nullcontext():
+        with TqdmCallback(desc="dask tasks", file=sys.stderr, leave=False) if show else contextlib.nullcontext():
             ds = ds.compute()
         ran_on = [_worker_device(ds.attrs.get("backend", "auto"))]
     else:
-        from distributed import get_task_stream, progress
+        from distributed import as_completed, futures_of, get_task_stream
+        from tqdm import tqdm
 
         with get_task_stream(client) as stream:
             ds = ds.persist()
-            if show:
-                with contextlib.redirect_stdout(sys.stderr):  # distributed draws on stdout; the summary goes there
-                    progress(ds)
-                print(file=sys.stderr)
+            if show:  # a bar with the time left, as the local runs draw
+                futures = futures_of(ds)
+                with tqdm(total=len(futures), desc="dask tasks on the cluster", file=sys.stderr) as bar:
+                    for _ in as_completed(futures):
+                        bar.update()
             ds = ds.compute()
         workers = sorted({task["worker"] for task in stream.data})
         ran_on = list(client.run(_worker_device, ds.attrs.get("backend", "auto"), workers=workers).values())

@@ -129,3 +129,16 @@ def simulated() -> dict:
     assert proc.returncode == 0, err.read()[-3000:]
     out.seek(0)
     return json.loads(out.read())
+
+
+@pytest.fixture(scope="session")
+def _throughput_file(tmp_path_factory):
+    return tmp_path_factory.mktemp("estimate") / "throughput.json"
+
+
+@pytest.fixture(autouse=True)
+def _tests_keep_their_own_throughputs(monkeypatch, _throughput_file):
+    """The throughputs the tests' tiny runs reach stay out of the user's cache (their estimates would shift)."""
+    from gpuensembles.core import estimate
+
+    monkeypatch.setattr(estimate, "_file", lambda: _throughput_file)

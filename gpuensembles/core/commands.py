@@ -7,9 +7,7 @@ The subcommands themselves are registered with :mod:`gpuensembles.core.registry`
 import argparse
 import decimal
 import re
-import sys
 
-import numba
 import numpy as np
 
 from . import backend
@@ -121,33 +119,6 @@ def only_with(args: argparse.Namespace, applies: bool, defaults: dict, where: st
 def run_options(args: argparse.Namespace) -> dict:
     """The keyword arguments of :func:`add_run_options` that every run function takes."""
     return dict(seed=args.seed, backend=args.backend, chunks=args.chunks, progress=args.progress)
-
-
-def print_estimate(steps: float, backend_name: str, what: str, advice: str):
-    """Print a work estimate to stderr: the steps, and minutes or hours at a typical rate.
-
-    Rates: about 3e11 steps/s on a GPU, 1e7 per CPU thread (numba's threads): the README's
-    main job (underdamped escape times) ran at 0.9e7 steps/s per thread on a 2-core machine.
-
-    Parameters
-    ----------
-    steps : float
-        Integration steps of the whole run.
-    backend_name : str
-        ``"auto"``, ``"cuda"`` or ``"cpu"``.
-    what : str
-        What the estimate rests on (e.g. the mean escape time and its source).
-    advice : str
-        What to change when the run takes more than an hour.
-    """
-    speed = 3e11 if backend.resolve(backend_name) == "cuda" else 1e7 * numba.config.NUMBA_NUM_THREADS
-    seconds = steps / speed
-    if seconds < 3600:
-        print(f"estimate: ~{steps:.2g} steps ({what}); about {seconds / 60:.2g} min at ~{speed:.0e} steps/s",
-              file=sys.stderr)
-    else:
-        print(f"estimate: ~{steps:.2g} steps ({what}); about {seconds / 3600:.3g} h at ~{speed:.0e} steps/s -- "
-              f"consider {advice}", file=sys.stderr)
 
 
 class Seconds(float):

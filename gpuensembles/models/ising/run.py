@@ -14,7 +14,7 @@ import numpy as np
 import xarray as xr
 
 from ...core import backend as _backend
-from ...core import engine, io
+from ...core import engine, estimate, io
 from ...core.backend import Backend, Progress
 from . import analysis
 from . import kernels as lattices
@@ -151,15 +151,35 @@ def ising(
     _check_memory(sizes, betas.size, realizations, n_bins, n_meas if series else 0, snapshot, kernel, chunks)
     schedule = (thermalization, sweeps, every)
     per_L = []
-    for size in sizes:
-        setup = _Setup.make(kernel, size, betas, realizations, start == "hot", seed, n_bins, n_meas if series else 0,
-                            snapshot, backend)
-        units = engine.Units("lattices", per_item=setup.spg, total=setup.n_systems, desc=f"L={size}")
-        raw = engine.run_realizations(functools.partial(_run_groups, setup, schedule), setup.n_groups,
-                                      setup.outputs(), chunks=chunks, pieces=20, progress=progress, unit=units,
-                                      what=f"L={size}, {betas.size} values of beta, realizations={realizations}")
-        per_L.append((setup, raw))
+    with estimate.timed(_work(sizes, betas.size * realizations, schedule, kernel), backend, progress) as clock:
+        for size in sizes:
+            setup = _Setup.make(kernel, size, betas, realizations, start == "hot", seed, n_bins,
+                                n_meas if series else 0, snapshot, backend)
+            units = engine.Units("lattices", per_item=setup.spg, total=setup.n_systems, desc=f"L={size}")
+            raw = engine.run_realizations(functools.partial(_run_groups, setup, schedule), setup.n_groups,
+                                          setup.outputs(), chunks=chunks, pieces=20, progress=progress, unit=units,
+                                          what=f"L={size}, {betas.size} values of beta, realizations={realizations}")
+            per_L.append((setup, raw))
+        clock.ran({size: raw for size, (_, raw) in zip(sizes, per_L)})
     return _dataset(per_L, sizes, L, beta_da, realizations, schedule, n_bins, call, seed, kernel, start, backend)
+
+
+#: Default throughputs [spin updates/s] of the multi-spin kernel per CPU thread and per GPU,
+#: and of the one-byte-per-spin kernel.
+CPU_RATE = {"multispin": 3.5e8, "int8": 1e8}
+GPU_RATE = {"multispin": 1e12, "int8": 1e11}
+#: A measurement (energy and magnetization of a lattice) costs about this many sweeps.
+MEASUREMENT_SWEEPS = 0.8
+
+
+def _work(sizes, lattices, schedule, kernel) -> estimate.Work:
+    """Spin updates of a run: every lattice's sweeps, with each measurement counted as `MEASUREMENT_SWEEPS`."""
+    thermalization, sweeps, every = schedule
+    per_spin = thermalization + sweeps + MEASUREMENT_SWEEPS * (sweeps // every)
+    return estimate.Work(float(lattices) * sum(L * L for L in sizes) * per_spin, "spin updates", f"ising, {kernel}",
+                         f"{lattices} lattices of each L = {sizes}, {thermalization + sweeps} sweeps and "
+                         f"{sweeps // every} measurements each", CPU_RATE[kernel], GPU_RATE[kernel],
+                         "fewer sweeps or lattices, a larger measure_every, or a GPU")
 
 
 def _check_sizes(L) -> list:

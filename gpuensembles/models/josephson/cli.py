@@ -1,16 +1,11 @@
 """Subcommands ``escape-times``, ``switching-currents``, ``escape-rates`` and ``retrapping-currents``."""
 
 import argparse
-import functools
-import itertools
-import math
 
 import numpy as np
 
 from ...core import commands
 from ...core.commands import add_parameter, integer, values
-from ...core.progress import on_start
-from . import theory
 from .escape import escape_times
 from .junction import (
     CRITERIA,
@@ -22,7 +17,6 @@ from .junction import (
     PASSAGES,
     PHYSICAL,
     STARTS,
-    normalize,
 )
 from .rates import METHODS as RATE_METHODS
 from .rates import escape_rates
@@ -74,40 +68,11 @@ def add_escape_times(parser):
 
 
 def run_escape_times(args):
-    """Run ``escape-times`` (its work estimate goes to stderr once every check has passed)."""
+    """Run ``escape-times`` (the run function says how long it will take before it starts)."""
     kwargs = dict(V0=values(args.V0), damping=values(args.damping), gamma=values(args.gamma), D=values(args.D),
                   h=values(args.h), max_steps=args.max_steps, passage=args.passage or "barrier_top",
                   **_common_kwargs(args))
-    with on_start(lambda: _escape_estimate(kwargs)):
-        return escape_times(**kwargs)
-
-
-def _escape_estimate(kwargs):
-    """Print the expected work of an escape-times run to stderr.
-
-    Mean escape time per parameter point from theory (the exact MFPT for the overdamped
-    model, the Mel'nikov rate for the underdamped one), in steps of ``h``, at most
-    ``max_steps``, times the realizations; summed over the grid.
-    """
-    grids = [np.atleast_1d(kwargs[k]).astype(float) for k in ("V0", "damping", "gamma", "D", "h")]
-    overdamped = kwargs["model"] == "overdamped"
-    steps, longest = 0.0, 0.0
-    try:
-        with np.errstate(all="ignore"):  # a barrier far above the noise: exp overflows, the mean is infinite
-            for V0, damping, gamma, D, h in itertools.product(*grids):
-                if overdamped:
-                    mean = theory.overdamped_mfpt(V0=V0, damping=damping, gamma=gamma, D=D)
-                else:
-                    rate = theory.escape_rate(gamma, V0=V0, damping=damping, theta=D / damping, form="melnikov")
-                    mean = 1.0 / rate if rate > 0 else math.inf
-                mean = mean if math.isfinite(mean) else math.inf  # no escape within max_steps
-                steps += min(mean / h, kwargs["max_steps"]) * kwargs["realizations"]
-                longest = max(longest, mean)
-    except (ValueError, ArithmeticError):
-        return  # theory does not cover this point: no estimate rather than a wrong one
-    source = "the exact overdamped MFPT" if overdamped else "the Mel'nikov rate"
-    commands.print_estimate(steps, kwargs["backend"], f"mean escape time up to {longest:.3g} from {source}",
-                            "fewer realizations or points, --integrator baoab with a 10x larger --h, or a GPU")
+    return escape_times(**kwargs)
 
 
 def add_switching_currents(parser):
@@ -167,7 +132,7 @@ def _junction(args) -> dict:
 
 
 def run_switching_currents(args):
-    """Run ``switching-currents`` (after printing its work estimate to stderr)."""
+    """Run ``switching-currents``."""
     direct, rates = args.method == "direct", args.method == "rates"
     kwargs = dict(gamma_start=args.gamma_start, gamma_end=args.gamma_end, criterion=args.criterion,
                   running_wells=args.running_wells, method=args.method, **_common_kwargs(args), **_junction(args),
@@ -176,10 +141,7 @@ def run_switching_currents(args):
                                        "--method direct and --criterion escape"),
                   **commands.only_with(args, direct, {"start": "rest"}, "--method direct"),
                   **commands.only_with(args, rates, {"rel_error": 0.03}, "--method rates"))
-    if rates:  # a few rate simulations: no ramp to estimate
-        return switching_currents(**kwargs)
-    with on_start(lambda: _estimate(kwargs)):
-        return switching_currents(**kwargs)
+    return switching_currents(**kwargs)
 
 
 def add_retrapping_currents(parser):
@@ -207,26 +169,6 @@ def run_retrapping_currents(args):
     return retrapping_currents(gamma_start=values(args.gamma_start), gamma_end=args.gamma_end,
                                realizations=args.realizations, integrator=args.integrator, dtype=args.dtype,
                                store=args.store, **commands.run_options(args), **_junction(args))
-
-
-def _estimate(kwargs):
-    """Print the expected work of a switching run (Fulton-Dunkleberger mean, Mel'nikov rate) to stderr."""
-    try:
-        if "physical" in kwargs:
-            units = normalize(**kwargs["physical"], h=kwargs["h"])
-            V0, damping, D, dgamma = (float(units[k].max()) for k in ("V0", "damping", "D", "dgamma"))
-        else:
-            V0, damping, D, dgamma = (float(np.max(kwargs.get(k, 1.0))) for k in ("V0", "damping", "D", "dgamma"))
-        h = float(np.max(kwargs["h"]))
-        rate = functools.partial(theory.escape_rate, V0=V0, damping=damping, theta=D / damping)
-        start = kwargs["gamma_start"] if isinstance(kwargs["gamma_start"], float) else 0.0
-        mean = theory.fulton_dunkleberger_mean(gamma_dot=dgamma / h, rate=rate, gamma_start=start, points=100)
-    except (ValueError, ArithmeticError):
-        return  # validation of the run itself reports bad input
-    steps = (mean - start) / dgamma * kwargs["realizations"]
-    commands.print_estimate(steps, kwargs["backend"], f"mean switching gamma {mean:.3f}",
-                            "a faster --sweep-rate, fewer realizations, --integrator baoab with a 10x larger --h, "
-                            "or a GPU")
 
 
 def summary(ds, seconds, output):

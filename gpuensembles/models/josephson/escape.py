@@ -5,7 +5,7 @@ import xarray as xr
 
 from ...core import engine
 from ...core.backend import Backend, Progress
-from . import junction
+from . import estimates, junction
 from . import physics as washboard
 from .junction import Dtype, Integrator, Model, Passage
 
@@ -112,7 +112,8 @@ def escape_times(
         store=store,
     )
     # kept per value: the int64 steps, their absolute value, escaped and the float64 times
-    raw = engine.execute(plan, chunks=chunks, progress=progress, store=store, bytes_per_value=25)
+    work = estimates.escape_work(plan.table(), plan.realizations, plan.max_steps, model, integrator, dtype)
+    raw = junction.execute(plan, work, chunks=chunks, progress=progress, store=store, bytes_per_value=25)
     signed = engine.label(plan, raw, junction.PARAMETERS)
     steps, escaped = abs(signed), signed > 0
     times = xr.where(escaped, steps * dict(zip(washboard.ESCAPE_PARAMETERS, plan.params))["h"], np.nan)

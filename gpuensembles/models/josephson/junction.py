@@ -27,7 +27,7 @@ from typing import Literal, get_args
 import numpy as np
 import xarray as xr
 
-from ...core import engine, io
+from ...core import engine, estimate, io
 from . import physics as washboard
 
 Model = Literal["underdamped", "overdamped"]
@@ -196,6 +196,19 @@ def validated(model, dtype, passage, integrator, **values):
         engine.check_range(name, params[name], 0, low_open=True)
     engine.check_representable(dtype, params)
     return params
+
+
+def execute(plan, work, *, chunks, progress, store, bytes_per_value) -> np.ndarray:
+    """:func:`gpuensembles.core.engine.execute` with ``work`` announced first and its throughput recorded.
+
+    The kernels' values are signed step counts, so an eager run's work is ``sum |values|``,
+    less the share its store already held.
+    """
+    with estimate.timed(work, plan.backend, progress) as clock:
+        raw = engine.execute(plan, chunks=chunks, progress=progress, store=store, bytes_per_value=bytes_per_value)
+        if isinstance(raw, np.ndarray):
+            clock.ran(raw, float(np.abs(raw).sum()) * (1.0 - getattr(raw, "stored_items", 0) / max(raw.size, 1)))
+    return raw
 
 
 def attributes(plan, raw, function, model, dtype, passage, integrator, call, **extra) -> dict:

@@ -16,6 +16,7 @@ falls back.) Two methods, both rounds of trial launches on the generic engine
   at a time, a sequential loop that does not fill a GPU.
 """
 
+import functools
 import math
 from typing import Literal, get_args
 
@@ -23,11 +24,11 @@ import numpy as np
 import xarray as xr
 
 from ...core import backend as _backend
-from ...core import engine, ffs
+from ...core import engine, estimate, ffs
 from ...core.backend import Backend, Progress
 from ...core.progress import bar, shown, starting
 from ...core.templates.rounds import trial_runner
-from . import junction, theory
+from . import estimates, junction, theory
 from . import physics as washboard
 from . import running_physics as running
 from .junction import PARAMETERS, PHYSICAL, Criterion, Dtype, Integrator, Model
@@ -184,16 +185,35 @@ def escape_rates(
     settings = dict(model=model, rel_error=rel_error, methods=methods, wells=wells, dtype=dtype,
                     integrator=integrator)
     grid = plan.shape[:-1]
-    if chunks is None and engine._active_client() is None:
-        raw = _run_points(plan, np.arange(table.shape[0]), settings, shown(progress)).reshape(grid + (len(_VARIABLES),))
-    else:
-        raw = _lazy(plan, grid, chunks, settings)
+    work = expected_work(table, methods, rel_error, model, integrator, dtype, voltage=wells is not None)
+    with estimate.timed(work, backend, progress) as clock:
+        if chunks is None and engine._active_client() is None:
+            starting()
+            raw = _run_points(plan, np.arange(table.shape[0]), settings, shown(progress))
+            raw = raw.reshape(grid + (len(_VARIABLES),))
+            clock.ran(raw, raw[..., _VARIABLES.index("steps")].sum())
+        else:
+            raw = _lazy(plan, grid, chunks, settings)
     attrs = junction.attributes(plan, raw, "escape_rates", model, dtype, "next_well", integrator, call,
                                 initial_condition="thermal (Boltzmann) state of the well",
                                 rate_definition="inverse mean first-passage time from the thermal state of the well "
                                                 "to the bottom of the next well, arcsin(gamma) + 2 pi",
                                 rel_error=rel_error, method_requested=method, **junction.criterion_attrs(wells))
     return _dataset(plan, raw, barrier.reshape(grid), methods.reshape(grid), units, wells, attrs)
+
+
+def expected_work(table, methods, rel_error, model, integrator, dtype, voltage=False) -> estimate.Work:
+    """The steps :func:`escape_rates` is expected to spend on the parameter rows ``table``.
+
+    ``methods`` gives ``"direct"`` or ``"ffs"`` per row (None: the choice of
+    ``method="auto"``); see :func:`.estimates.rates_work`.
+    """
+    if methods is None:
+        barrier = theory.barrier(table[:, 2], table[:, 0]) / (table[:, 3] / table[:, 1])
+        methods = np.where(barrier < AUTO_SWITCH_BARRIER, "direct", "ffs")
+    return estimates.rates_work(table, methods, rel_error, model, integrator, dtype,
+                                direct_realizations=math.ceil(1.2 / rel_error**2),
+                                ffs_trials=functools.partial(_ffs_trials, rel_error), voltage=voltage)
 
 
 def _physical(physical, damping, D, V0) -> dict:
@@ -345,6 +365,18 @@ def _interfaces(model, V0, gamma, theta) -> tuple:
     return basin, np.minimum(2.5 * theta, 0.6 * du), du + du / np.pi * (next_well - top)
 
 
+def _expected_stages(table) -> np.ndarray:
+    """Stages of forward flux sampling expected at ``P_TARGET`` per stage, for parameter rows ``table``."""
+    V0, damping, gamma, D, _ = table.T
+    return np.ceil(theory.barrier(gamma, V0) / (D / damping) / -math.log(P_TARGET)) + 2
+
+
+def _ffs_trials(rel_error, table) -> tuple:
+    """``(stages, trials per stage)`` of the forward flux points ``table`` (for the estimate)."""
+    settings = _flux_settings(rel_error, table)
+    return _expected_stages(table), settings.trials * settings.replicas
+
+
 def _flux_settings(rel_error, table) -> ffs.FluxSettings:
     """Trials per stage and replica from the expected number of stages at ``P_TARGET``.
 
@@ -352,9 +384,7 @@ def _flux_settings(rel_error, table) -> ffs.FluxSettings:
     gives the trials for ``rel_error``, doubled for the correlations of branching (a shortfall
     is made up by further batches).
     """
-    V0, damping, gamma, D, _ = table.T
-    barrier = theory.barrier(gamma, V0) / (D / damping)
-    stages = np.ceil(barrier / -math.log(P_TARGET)) + 2
+    stages = _expected_stages(table)
     replicas = ffs.FluxSettings.replicas
     total = 2.0 * stages * (1 - P_TARGET) / P_TARGET / rel_error**2
     trials = np.maximum(64, np.ceil(total / replicas)).astype(np.int64)

@@ -5,7 +5,7 @@ import xarray as xr
 
 from ...core import engine
 from ...core.backend import Backend, Progress
-from . import junction, theory
+from . import estimates, junction, theory
 from . import running_physics as running
 from .junction import Dtype, Integrator, Model
 
@@ -134,8 +134,10 @@ def retrapping_currents(
         backend=backend,
         store=store,
     )
-    raw = engine.execute(plan, chunks=chunks, progress=progress, store=store,
-                         bytes_per_value=25 if physical is None else 33)
+    work = estimates.retrapping_work(plan.table(), running.RETRAPPING_PARAMETERS, plan.realizations, integrator,
+                                     dtype)
+    raw = junction.execute(plan, work, chunks=chunks, progress=progress, store=store,
+                           bytes_per_value=25 if physical is None else 33)
     signed = engine.label(plan, raw, junction.PARAMETERS)
     # the kernel records the step of the last crossing, which is 0 when none was made: not negative
     retrapped = signed >= 0

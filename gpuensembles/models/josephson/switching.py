@@ -8,8 +8,8 @@ import xarray as xr
 
 from ...core import engine
 from ...core.backend import Backend, Progress
+from . import estimates, junction, switching_from_rates, theory
 from . import fulton_dunkleberger as fd
-from . import junction, switching_from_rates, theory
 from . import physics as washboard
 from . import running_physics as running
 from .junction import Criterion, Dtype, Integrator, Method, Model, Passage, Start
@@ -186,8 +186,9 @@ def switching_currents(
         backend=backend,
         store=store,
     )
-    raw = engine.execute(plan, chunks=chunks, progress=progress, store=store,
-                         bytes_per_value=25 if physical is None else 33)
+    work = estimates.ramp_work(plan.table(), names, plan.realizations, model, integrator, dtype, wells is not None)
+    raw = junction.execute(plan, work, chunks=chunks, progress=progress, store=store,
+                           bytes_per_value=25 if physical is None else 33)
     signed = engine.label(plan, raw, junction.PARAMETERS)
     steps, switched = abs(signed), signed > 0
     p = dict(zip(names, plan.params))

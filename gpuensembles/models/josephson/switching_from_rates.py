@@ -5,13 +5,16 @@ The escape rate ``Gamma(gamma)`` is measured on an adaptive grid of biases by
 (:mod:`.fulton_dunkleberger`), and the samples are drawn from it by inverse transform.
 """
 
+import functools
+import warnings
+
 import numpy as np
 import xarray as xr
 
-from ...core import engine, io
+from ...core import engine, estimate, io
 from . import fulton_dunkleberger as fd
 from . import junction, theory
-from .rates import PER_TIME, escape_rates
+from .rates import PER_TIME, escape_rates, expected_work
 
 #: Variables of ``escape_rates`` kept over ``rate_gamma`` with ``criterion="voltage"``.
 _VOLTAGE_RATE_VARIABLES = ("run_probability", "run_probability_stderr", "failed_run_time", "switching_rate",
@@ -122,8 +125,15 @@ def run(*, h, realizations, damping, D, dgamma, V0, physical, gamma_start, gamma
     # escape rate) and anywhere up to the lowest barrier: the first pass spans all of that
     top = float(expected.gamma[-1])
     span = None if wells is None else (fd.window(expected, gamma_dot, gamma_start, top, fd.TAIL)[0], top)
-    curve = fd.adaptive_curve(rates, gamma_dot=gamma_dot, V0=V0, theta=theta, theory=expected, span=span, **ends)
-    measured = None if wells is None else _at_points(rates, curve.gamma)
+    curve_of = functools.partial(fd.adaptive_curve, gamma_dot=gamma_dot, V0=V0, theta=theta, theory=expected,
+                                 span=span, **ends)
+    biases = _expected_biases(curve_of, expected, rel_error)
+    work = expected_work(np.array([[V0, damping, g, D, h] for g in biases]).reshape(-1, 5), None, rel_error, model,
+                         integrator, dtype, voltage=wells is not None)
+    with estimate.timed(work, backend, progress) as clock:
+        curve = curve_of(rates)
+        measured = None if wells is None else _at_points(rates, curve.gamma)
+        clock.ran(curve.rate, float(np.sum(curve.steps)))
     escape = curve if wells is None else fd.make_curve(curve.gamma, measured["rate"].values)
     epsilon = fd.adiabaticity(curve, gamma_dot, relaxation, escape=escape, **ends)
     fd.check_adiabatic(epsilon, sweep_values, sweep_name, "measured rates", stacklevel=3)
@@ -214,6 +224,22 @@ def run(*, h, realizations, damping, D, dgamma, V0, physical, gamma_start, gamma
         ramp="gamma(t) = gamma_start + (dgamma / h) t",
         initial_condition="thermal (Boltzmann) state of the well at gamma_start", **extra)
     return xr.Dataset(data, attrs=attrs)
+
+
+def _expected_biases(curve_of, expected, rel_error) -> np.ndarray:
+    """The biases ``curve_of(rates)`` would measure if the rates were those of theory (``expected``)."""
+    asked = []
+
+    def theory_rates(gamma):
+        gamma = np.asarray(gamma, dtype=float)
+        asked.append(gamma)
+        rate = np.exp(np.interp(gamma, expected.gamma, np.log(expected.rate)))
+        return rate, rel_error * rate, np.zeros(gamma.size, dtype=np.int64)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the measured curve warns, if it must, when it is measured
+        curve_of(theory_rates)
+    return np.concatenate(asked) if asked else np.empty(0)
 
 
 def _at_points(rates, gamma) -> xr.Dataset:

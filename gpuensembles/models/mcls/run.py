@@ -19,7 +19,7 @@ import numpy as np
 import xarray as xr
 
 from ...core import backend as _backend
-from ...core import engine, io
+from ...core import engine, estimate, io
 from ...core.backend import Backend, Progress, cached
 from ...core.lazy import lazy_module
 from ...core.templates.walks import walk_runner
@@ -134,15 +134,12 @@ def mc_solve(A, b, method: Method = "adjoint", histories=1_000_000, *, weight_cu
         return engine.run_items(p.run, batches, p.width, chunks=chunks, pieces=pieces, progress=show, unit="batches",
                                 what=what)
 
-    if method == "mcsa":
-        ds = mcsa.iterate(problem, tolerance, max_iterations, run)
-        ds.update(_diagnostics(problem, ds.attrs.pop("transitions"), ds.attrs.pop("walks")))
-        ds["row"].attrs.update(ROW_ATTRS)
-        ds["relative_residual"].attrs.update(RESIDUAL_ATTRS)
-    elif resolved == "cuda" and not keep_batches:  # reduce over the batches on the device
-        ds = _dataset(problem, *problem.run_reduced())
+    if resolved is None:  # lazy: the walks are the workers'
+        ds = _solved(problem, method, tolerance, max_iterations, run, resolved, keep_batches)
     else:
-        ds = _assemble(problem, run(problem), keep_batches)
+        with estimate.timed(_work(problem, max_iterations if method == "mcsa" else 1), backend, progress) as clock:
+            ds = _solved(problem, method, tolerance, max_iterations, run, resolved, keep_batches)
+            clock.ran(ds["x"].data, float(ds["transitions"].sum()))
     ran = (resolved, _backend.device_name(resolved)) if resolved else (backend, _backend.PER_WORKER_DEVICE)
     ds.attrs.update(io.provenance(
         model=f"Monte Carlo linear solver, {method} method", integrator=problem.description, seed=problem.seed,
@@ -151,6 +148,44 @@ def mc_solve(A, b, method: Method = "adjoint", histories=1_000_000, *, weight_cu
                     max_steps=np.int64(-1 if max_steps is None else problem.max_steps), batches=np.int64(batches),
                     n=np.int64(problem.n), nnz=np.int64(problem.A.nnz))
     return ds
+
+
+def _solved(problem, method, tolerance, max_iterations, run, resolved, keep_batches) -> xr.Dataset:
+    """Run the walks of ``problem``: MCSA's iterations, or one solve (reduced on the GPU when it can be)."""
+    if method == "mcsa":
+        ds = mcsa.iterate(problem, tolerance, max_iterations, run)
+        ds.update(_diagnostics(problem, ds.attrs.pop("transitions"), ds.attrs.pop("walks")))
+        ds["row"].attrs.update(ROW_ATTRS)
+        ds["relative_residual"].attrs.update(RESIDUAL_ATTRS)
+        return ds
+    if resolved == "cuda" and not keep_batches:  # reduce over the batches on the device
+        return _dataset(problem, *problem.run_reduced())
+    return _assemble(problem, run(problem), keep_batches)
+
+
+#: Walks of the pilot run that measures the mean walk length for the estimate.
+PILOT_WALKS = 2000
+#: Default throughputs [transitions/s] per CPU thread and per GPU.
+CPU_RATE, GPU_RATE = 3.5e7, 5e9
+
+
+def _work(problem, iterations) -> estimate.Work:
+    """Transitions of a run: its walks times the mean walk length of a pilot of `PILOT_WALKS` walks.
+
+    The pilot repeats the run's first walks (same stream) and is discarded. MCSA's work is
+    counted for ``iterations`` iterations (its most) at the first one's walk length.
+    """
+    walks = min(PILOT_WALKS, int(problem.per_batch.sum()))
+    per = problem.rows.size if problem.method == "forward" else 1
+    pilot = replace(problem, per_batch=np.array([walks]), first=np.zeros(1, np.int64),
+                    size=np.array([walks * per], dtype=np.int64))
+    length = float(pilot.run(0, 1)[0, -1]) / (walks * per)
+    total = float(problem.size.sum())
+    basis = f"{total:.3g} walks of {length:.3g} transitions (the mean of a pilot of {walks * per} walks)"
+    if iterations > 1:
+        basis += f", for each of up to {iterations} MCSA iterations"
+    return estimate.Work(total * length * iterations, "transitions", f"mcls, {problem.walk} walks", basis,
+                         CPU_RATE, GPU_RATE, "fewer histories, or a GPU")
 
 
 @dataclass(frozen=True, eq=False)

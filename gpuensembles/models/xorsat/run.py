@@ -10,12 +10,13 @@ out. A run's numbers depend only on the seed, its instance's size and index (``a
 """
 
 import functools
+import math
 
 import numpy as np
 import xarray as xr
 
 from ...core import backend as _backend
-from ...core import engine, io
+from ...core import engine, estimate, io
 from ...core.backend import Backend, Progress
 from . import instances as _instances
 from . import kernels as hypergraphs
@@ -168,9 +169,30 @@ def solve(instances, p=0.1, clones=DEFAULT_CLONES, timeout=None, runs=1, *, seed
                "solution": engine.Output((len(points) * runs, n_max), np.uint8, 0)}
     block = functools.partial(_run_items, points, ps, runs, clones, limit, seed, n_max, backend)
     what = f"runs={runs} at {len(points)} points ({ps.size} values of p, {len(problems)} instances of N <= {n_max})"
-    raw = engine.run_realizations(block, len(points) * runs, outputs, chunks=chunks, pieces=20, progress=progress,
-                                  unit="runs", what=what)
+    with estimate.timed(_work(problems, ps.size, runs, clones, limit), backend, progress) as clock:
+        raw = engine.run_realizations(block, len(points) * runs, outputs, chunks=chunks, pieces=20,
+                                      progress=progress, unit="runs", what=what)
+        clock.ran(raw)
     return _dataset(raw, stacked, instances, p_da, ps, runs, clones, limit, timeout, seed, backend, call)
+
+
+#: The expected sweeps of one clone to a solution at p = 0.1, ``SOLVE_SWEEPS_64 exp(SOLVE_GROWTH
+#: (N - 64))``, fitted to random instances of N = 32-96 on a CPU, and the sweeps any run takes
+#: at least; with ``clones`` clones a run takes ``SOLVE_SWEEPS / clones + MIN_SWEEPS`` sweeps.
+SOLVE_SWEEPS_64, SOLVE_GROWTH, MIN_SWEEPS = 6e4, 0.1, 5.0
+#: Default throughputs [spin updates/s] per CPU thread and per GPU.
+CPU_RATE, GPU_RATE = 4e8, 5e10
+
+
+def _work(problems, n_p, runs, clones, timeout) -> estimate.Work:
+    """Spin updates of a run: clones x N x expected sweeps (capped at the timeout) of every run."""
+    sweeps = [min(SOLVE_SWEEPS_64 * math.exp(SOLVE_GROWTH * (prob.N - 64)) / clones + MIN_SWEEPS, timeout)
+              for prob in problems]
+    amount = float(n_p * runs * clones * sum(s * prob.N for s, prob in zip(sweeps, problems)))
+    return estimate.Work(amount, "spin updates", "xorsat, quasi-greedy",
+                         f"{n_p * runs * len(problems)} runs of {clones} clones, up to {max(sweeps):.3g} sweeps "
+                         "each (the time-to-solution law at p = 0.1 for random instances)", CPU_RATE, GPU_RATE,
+                         "smaller N, fewer runs or instances, or a GPU")
 
 
 def _problems(instances) -> tuple:

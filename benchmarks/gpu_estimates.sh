@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The estimates of the README's and the help's examples against their times, at full size, on
+# the lent GPU machine in one call: install (dependencies as wheels in .whl/, see
+# docs/contributing.rst), then `python -m benchmarks.estimates --gpu-sized --backend cuda`.
+# The log goes to "$OUT" (default /tmp/out). LIMIT (seconds, default 540) bounds the run.
+set -u
+export PYTHONUNBUFFERED=1
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site
+python3 -m pip install -q --no-deps --no-build-isolation --no-index . 2>&1 | tail -2
+out=${OUT:-/tmp/out}; mkdir -p "$out"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/gpu.txt"
+git log -1 --format='tree: %h %s' 2>/dev/null | tee -a "$out/gpu.txt"
+timeout "${LIMIT:-540}" python3 -m benchmarks.estimates --gpu-sized --backend cuda ${ONLY:+--only "$ONLY"} \
+  > "$out/estimates.log" 2>&1
+echo "exit $?"
+grep -v "Warning\|^  " "$out/estimates.log" | tail -45
