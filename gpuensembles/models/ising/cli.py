@@ -44,23 +44,28 @@ def summary(ds, seconds, output):
 
 
 def plot(ds, path):
-    """Binder cumulant over beta, one curve per L, and beta_c."""
+    """Binder cumulant over beta, one curve per L with its jackknife errors, and the critical beta_c."""
     commands.use_agg()
     import matplotlib.pyplot as plt
 
-    from ...analysis.plots import plot_field, save
+    from ...analysis.plots import legend_outside, plot_field, save
 
     binder = ds.ising.binder()
     mean = binder["mean"].assign_attrs(long_name="Binder cumulant U4 (error bars: 1 jackknife stderr)")
+    title = (f"2D Ising model: Binder cumulant\n{int(ds.attrs.get('sweeps', 0))} measured sweeps after "
+             f"{int(ds.attrs.get('thermalization', 0))} of thermalization, {ds.sizes['realization']} chains per point")
     if "beta" not in mean.dims:
         if mean.ndim == 0:
             mean, binder["stderr"] = mean.expand_dims(beta=[float(ds.beta)]), binder["stderr"].expand_dims(
                 beta=[float(ds.beta)])
         else:
-            return save(plot_field(mean, error=binder["stderr"]), path)
+            ax = plot_field(mean, error=binder["stderr"])
+            ax.set_title(title, fontsize="medium")
+            return save(ax, path)
     mean["beta"].attrs.update(ds["beta"].attrs)
     ax = plot_field(mean.transpose("beta", ...), x="beta", error=binder["stderr"].transpose("beta", ...),
-                    ax=plt.subplots()[1])
-    ax.axvline(ISING_BETA_C, color="k", lw=0.8, ls=":", label="beta_c")
-    ax.legend(fontsize="small")
+                    ax=plt.subplots(figsize=(6.4, 4.4))[1])
+    ax.axvline(ISING_BETA_C, color="k", lw=0.8, ls=":", label="theory: critical \u03b2_c = ln(1 + \u221a2) / 2")
+    legend_outside(ax)
+    ax.set_title(title, fontsize="medium")
     save(ax, path)

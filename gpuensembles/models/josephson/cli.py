@@ -200,27 +200,227 @@ def summary(ds, seconds, output):
     print(frame.to_string(float_format=lambda x: f"{x:.6g}"))
 
 
+#: Words of each kind of result in a plot's title, and what a sample that counts has done.
+_KINDS = {"escape_time": ("Escape times", "escaped"), "switching_current": ("Switching currents", "switched"),
+          "retrapping_current": ("Retrapping currents", "retrapped")}
+
+
+def _param(ds, point, name):
+    """Parameter ``name`` at one point of a plot: its coordinate there, else the run's attribute (None if neither)."""
+    if name in point.coords and point.coords[name].ndim == 0:
+        return float(point.coords[name])
+    value = ds.attrs.get(name)
+    return None if value is None or np.ndim(value) else float(value)
+
+
+def _described(coord):
+    """``coord`` with a long name and units (from the parameter tables where it came without them)."""
+    name = str(coord.name)
+    if "units" not in coord.attrs and name in PHYSICAL:
+        long_name, units, *_ = PHYSICAL[name]
+        return coord.assign_attrs(long_name=long_name, units=units)
+    if "units" not in coord.attrs and name in PARAMETERS:
+        return coord.assign_attrs(**PARAMETERS[name])
+    return coord
+
+
+def _plot_title(ds, words, sweep=()):
+    """``words, <dynamics> junction`` over a line with the junction's fixed parameters (SI ones when given)."""
+    from ...analysis.plots import si_scale
+
+    title = f"{words}, {ds.attrs.get('dynamics', 'underdamped')} junction"
+    physical = {k: float(ds.attrs[f"physical_{k}"]) for k in PHYSICAL
+                if f"physical_{k}" in ds.attrs and k not in sweep}
+    fixed = []
+    for k, v in physical.items():
+        factor, units = si_scale([v], PHYSICAL[k][1])
+        fixed.append(f"{k.replace('_', ' ')} = {v * factor:.3g} {units}")
+    if not physical:
+        fixed = [f"{k} = {float(ds.attrs[k]):.3g}" for k in ("V0", "damping", "D")
+                 if k in ds.attrs and k not in sweep]
+    return title + ("\n" + ", ".join(fixed) if fixed else "")
+
+
+def _per_second(ds, line):
+    """Factor from a normalized rate to 1/s along ``line`` (a selection of ``rate``); None in normalized form."""
+    if "rate_per_second" in ds:
+        ratio = ds["rate_per_second"] / ds["rate"]
+        ratio = ratio.sel({d: line.coords[d].values for d in ratio.dims if d in line.coords
+                           and line.coords[d].ndim == 0})
+        ratio = np.asarray(ratio, dtype=float)
+        ratio = ratio[np.isfinite(ratio)]
+        return float(ratio.mean()) if ratio.size else None
+    if "time_unit_normalized" in ds.attrs:
+        return 1.0 / float(ds.attrs["time_unit_normalized"])
+    return None
+
+
+def _theory_rates(ds, line, dim, grid):
+    """Theory's escape rate along ``grid`` of the parameter ``dim`` at ``line``'s other parameters, and its name.
+
+    Underdamped: the Mel'nikov-Meshkov rate; overdamped: the exact rate 1 / MFPT from the
+    thermal state of the well to the next well's bottom (what the simulated rates measure).
+    None where a parameter is unknown (swept SI values) or theory does not cover it.
+    """
+    import math
+
+    from . import theory
+
+    fixed = {k: _param(ds, line, k) for k in ("V0", "damping", "D", "gamma")}
+    key = "gamma" if dim == "rate_gamma" else dim
+    if key not in fixed:
+        return None
+    rates = []
+    try:
+        for value in grid:
+            p = {**fixed, key: float(value)}
+            if None in p.values():
+                return None
+            if ds.attrs.get("dynamics") == "overdamped":
+                b = math.asin(p["gamma"]) + 2 * math.pi
+                rates.append(1.0 / theory.overdamped_mfpt(V0=p["V0"], damping=p["damping"], gamma=p["gamma"],
+                                                          D=p["D"], b=b, thermal=True))
+            else:
+                rates.append(theory.escape_rate(p["gamma"], V0=p["V0"], damping=p["damping"],
+                                                theta=p["D"] / p["damping"], form="melnikov"))
+    except (ValueError, ArithmeticError):
+        return None
+    name = "exact overdamped rate 1/MFPT" if ds.attrs.get("dynamics") == "overdamped" else "Mel'nikov-Meshkov rate"
+    return np.array(rates), f"theory: {name}"
+
+
+def _draw_rates(ax, ds, x_factor=1.0):
+    """Measured escape rates (log scale) with their standard errors, and theory's, into ``ax``.
+
+    Along the bias (``gamma``, or ``rate_gamma`` of a ``method="rates"`` switching result),
+    else the first swept parameter; one line per point of the others, theory dashed in its
+    colour; in 1/s when the run had SI units. The bias is multiplied by ``x_factor`` (to a
+    current in display units). Returns the dimension along x and a footnote (or None).
+    """
+    from ...analysis import plots
+
+    rate = ds["rate"]
+    dim = next((d for d in ("gamma", "rate_gamma") if d in rate.dims), rate.dims[0] if rate.dims else None)
+    if dim is None:
+        rate, dim = rate.expand_dims("point"), "point"
+    others = [d for d in rate.dims if d != dim]
+    points = list(np.ndindex(*(rate.sizes[d] for d in others)))
+    seconds = None
+    for index in points[:plots.MAX_CURVES]:
+        at = dict(zip(others, index))
+        line = rate.isel(at)
+        seconds = _per_second(ds, line)
+        scale = seconds or 1.0
+        x = np.asarray(line[dim].values if dim in line.coords else np.arange(line.size), dtype=float)
+        where = plots.point_label(line, others)
+        color = None
+        for name, text, fmt in (("rate", "measured escape rate", "o-"),
+                                ("switching_rate", "measured switching rate (voltage)", "s:")):
+            if name not in ds:
+                continue
+            value = ds[name].broadcast_like(rate).isel(at).values
+            error = ds[f"{name}_stderr"].broadcast_like(rate).isel(at).values
+            shown = np.isfinite(value) & (value > 0)
+            label = ", ".join(filter(None, [where, text + " \u00b1 1 stderr"]))
+            bars = ax.errorbar(x[shown] * x_factor, value[shown] * scale, yerr=error[shown] * scale, fmt=fmt, ms=3,
+                               capsize=2, color=color, label=label)
+            color = bars.lines[0].get_color()
+        if dim != "point" and x.size:
+            grid = np.unique(np.concatenate([x, np.linspace(x.min(), x.max(), 16)]))
+            grid = grid[(grid > 0) & (grid < 1)] if dim in ("gamma", "rate_gamma") else grid[grid > 0]
+            found = _theory_rates(ds, line, dim, grid)
+            if found is not None:
+                ax.plot(grid * x_factor, found[0] * scale, "--", color=color, lw=1,
+                        label=found[1] + (f", {where}" if where else ""))
+    ax.set_yscale("log")
+    per = plots.units_text("s-1") if seconds else plots.time_unit_symbol(ds["rate"].attrs.get("time_unit", ""))
+    ax.set_ylabel(f"escape rate [{per}]")
+    if len(points) > plots.MAX_CURVES:
+        ax.text(0.01, 0.99, f"first {plots.MAX_CURVES} of {len(points)} points", transform=ax.transAxes, va="top",
+                fontsize="small")
+    return dim, None if seconds else plots.time_unit_note(ds["rate"])
+
+
 def plot(ds, path):
-    """Empirical CDF of every parameter point into one PNG."""
+    """Empirical CDF of every parameter point (one line each) into one PNG, in SI units when the run had them.
+
+    A ``method="rates"`` result adds the Fulton-Dunkleberger CDF its samples were drawn
+    from (with the band of one standard error from the rates' errors) and, in a second
+    panel, the measured escape rates with their errors beside theory's. A retrapping result
+    marks theory's noise-free retrapping current.
+    """
     commands.use_agg()
     import matplotlib.pyplot as plt
 
-    from ...analysis.plots import plot_cdf
+    from ...analysis import plots
+    from . import theory
 
-    sample = ds[next(v for v in ("switching_current", "retrapping_current", "escape_time") if v in ds)]
+    name = next(v for v in _KINDS if v in ds)
+    words, passed = _KINDS[name]
+    rates = "cdf" in ds
+    physical = f"{name}_A" in ds
+    sample = ds[name]
     sweep = [d for d in sample.dims if d != "realization"]
-    points = sample.stack(point=sweep).transpose("point", ...) if sweep else [sample]
-    fig, ax = plt.subplots(figsize=(6, 4.2))
-    for point in points:
-        label = ", ".join(f"{d}={float(point[d]):.4g}" for d in sweep) or "simulation"
-        plot_cdf(point.copy(data=point.values), ax=ax, label=label)
-        if "cdf" in ds:  # method="rates": the Fulton-Dunkleberger CDF the samples were drawn from
-            cdf = ds["cdf"].sel({d: point[d] for d in sweep}) if sweep else ds["cdf"]
-            ax.plot(ds["bias"], cdf, "k--", lw=0.8)
-    ax.set_title(ds.attrs["model"])
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    fig, axes = plt.subplots(1, 2 if rates else 1, figsize=(12, 4.8) if rates else (6.4, 4.4), squeeze=False)
+    ax = axes[0, 0]
+    factor, unit, ic = 1.0, "", None
+    if physical:
+        factor, unit = plots.si_scale(ds[f"{name}_A"].values, ds[f"{name}_A"].attrs.get("units", "A"))
+        # the critical current of each point (where nothing passed, the run's)
+        ic = (ds[f"{name}_A"] / sample).mean("realization").fillna(float(ds.attrs.get("physical_Ic", np.nan)))
+        ax.set_xlabel(f"{ds[f'{name}_A'].attrs.get('long_name', words.lower())} [{unit}]")
+    else:
+        ax.set_xlabel(plots.axis_label(sample))
+    points = list(np.ndindex(*(sample.sizes[d] for d in sweep)))
+    retrapping = set()
+    for number, index in enumerate(points[:plots.MAX_CURVES]):
+        where = dict(zip(sweep, index))
+        point = sample.isel(where)
+        point = point.assign_coords({d: _described(point.coords[d]) for d in sweep if d in point.coords})
+        scale = factor * (float(ic.isel({d: i for d, i in where.items() if d in ic.dims})) if physical else 1.0)
+        values = np.sort(np.asarray(point.values, dtype=float).ravel())
+        finite = values[np.isfinite(values)] * scale
+        count = f"{finite.size} samples" if finite.size == values.size else f"{finite.size} of {values.size} {passed}"
+        (line,) = ax.step(np.concatenate([finite[:1], finite]),
+                          np.arange(finite.size + 1) / max(values.size, 1), where="post",
+                          label=", ".join(filter(None, [plots.point_label(point, sweep), count])))
+        if rates:  # the Fulton-Dunkleberger CDF the samples were drawn from
+            at = {d: i for d, i in where.items() if d in ds["cdf"].dims}
+            cdf, err = ds["cdf"].isel(at).values, ds["cdf_stderr"].isel(at).values
+            keep = np.flatnonzero((cdf > 1e-4) & (cdf < 1 - 1e-4))
+            keep = slice(max(keep[0] - 1, 0), keep[-1] + 2) if keep.size else slice(None)
+            bias = ds["bias"].values[keep] * scale
+            ax.fill_between(bias, np.clip(cdf[keep] - err[keep], 0, 1), np.clip(cdf[keep] + err[keep], 0, 1),
+                            color=line.get_color(), alpha=0.25, lw=0,
+                            label="\u00b1 1 stderr of that CDF (from the rates' errors)" if number == 0 else None)
+            ax.plot(bias, cdf[keep], "k--", lw=0.9,
+                    label="Fulton-Dunkleberger CDF of the measured rates (the samples' law)" if number == 0 else None)
+        if name == "retrapping_current":
+            V0, damping = _param(ds, point, "V0"), _param(ds, point, "damping")
+            if V0 is not None and damping is not None:
+                Q = float(theory.quality_factor(V0, damping))
+                retrapping.add((Q, float(theory.retrapping_current(Q)) * scale))
+    for Q, current in sorted(retrapping):
+        ax.axvline(current, color="k", ls=":", lw=1, label=f"theory: noise-free retrapping current (Q = {Q:.3g})")
+    ax.set_ylabel("cumulative probability")
+    ax.set_ylim(-0.02, 1.02)
+    if len(points) > plots.MAX_CURVES:
+        ax.set_title(f"first {plots.MAX_CURVES} of {len(points)} points", fontsize="small")
+    notes = [None if physical else plots.time_unit_note(sample)]
+    if rates:
+        right = axes[0, 1]
+        _, note = _draw_rates(right, ds, x_factor=factor * float(ic.mean()) if physical else 1.0)
+        notes.append(note)
+        right.set_xlabel(f"bias current [{unit}]" if physical else "bias I / I_c")
+        right.set_title("the measured escape rates behind it", fontsize="medium")
+        plots.legend_outside(ax, where="below")
+        plots.legend_outside(right, where="below")
+        fig.suptitle(_plot_title(ds, words + " drawn from measured escape rates", sweep))
+    else:
+        plots.legend_outside(ax)
+        ax.set_title(_plot_title(ds, words, sweep), fontsize="medium")
+    plots.footnote(fig, notes)
+    plots.save(ax, path)
 
 
 def add_escape_rates(parser):
@@ -273,24 +473,20 @@ def rates_summary(ds, seconds, output):
 
 
 def rates_plot(ds, path):
-    """Escape rate (log scale) against the first swept parameter, with error bars, into a PNG."""
+    """Escape rate (log scale) against the bias, with its standard errors and theory's rate, into a PNG.
+
+    One line per point of the other swept parameters; in 1/s when the run had SI units.
+    Theory: the Mel'nikov-Meshkov rate (underdamped), the exact 1 / MFPT (overdamped).
+    """
     commands.use_agg()
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 4.2))
-    rate = ds.rate if ds.rate.ndim else ds.rate.expand_dims("point")
-    dim = rate.dims[0]
-    others = [d for d in rate.dims if d != dim]
-    lines = rate.stack(line=others).transpose("line", ...) if others else [rate]
-    errors = ds.rate_stderr.broadcast_like(rate)
-    errors = errors.stack(line=others).transpose("line", ...) if others else [errors]
-    for line, error in zip(lines, errors):
-        x = line[dim].values if dim in line.coords else np.arange(line.size)
-        ax.errorbar(x, line.values, yerr=error.values, fmt="o-", ms=3, capsize=2)
-    ax.set_yscale("log")
-    ax.set_xlabel(dim)
-    ax.set_ylabel("escape rate [1 / time unit]")
-    ax.set_title(ds.attrs["model"])
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    from ...analysis import plots
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    dim, note = _draw_rates(ax, ds)
+    ax.set_xlabel(plots.axis_label(_described(ds[dim])) if dim in ds.coords else "parameter point")
+    ax.set_title(_plot_title(ds, "Escape rates", ds["rate"].dims), fontsize="medium")
+    plots.legend_outside(ax)
+    plots.footnote(fig, [note])
+    plots.save(ax, path)

@@ -1,5 +1,7 @@
 """Subcommand ``langevin``."""
 
+import numpy as np
+
 from ...core import commands
 from ...core.commands import add_parameter, integer, values
 from . import physics
@@ -43,13 +45,29 @@ def summary(ds, seconds, output):
 def plot(ds, path):
     """Coarse-grained density over time (Januszewski & Kostur 2010, Fig. 2) if recorded, else <<v>> over the sweep."""
     commands.use_agg()
-    from ...analysis.plots import plot_field, save
+    from ...analysis.plots import footnote, plot_field, save, time_unit_note, time_unit_symbol
 
     if "density" in ds and "time" in ds.density.dims:
-        save(plot_field(ds.langevin.density(), x="time", y="cell", cmap="viridis"), path)
-    else:
-        v = ds.langevin.velocity()
-        mean = v["mean"].assign_attrs(long_name="<<v>> (error bars: 1 stderr)")
-        if mean.ndim == 0:  # one parameter point: a single value with its error bar
-            mean, v["stderr"] = mean.expand_dims(point=[0]), v["stderr"].expand_dims(point=[0])
-        save(plot_field(mean, error=v["stderr"]), path)
+        density = ds.langevin.density()
+        ax = plot_field(density, x="time", y="cell", cmap="viridis")
+        ax.set_title(f"Brownian particles in a periodic potential: density over time\n{_fixed(ds, density.dims)}",
+                     fontsize="medium")
+        footnote(ax.figure, [time_unit_note(ds["time"])])
+        return save(ax, path)
+    v = ds.langevin.velocity()
+    mean = v["mean"].assign_attrs(long_name="mean velocity <<v>> (error bars: 1 stderr)")
+    if mean.ndim == 0:  # one parameter point: a single value with its error bar
+        mean, v["stderr"] = mean.expand_dims(point=[0]), v["stderr"].expand_dims(point=[0])
+    ax = plot_field(mean, error=v["stderr"])
+    ax.set_ylabel(f"mean velocity <<v>> [periods / {time_unit_symbol(mean.attrs.get('time_unit', ''))}]"
+                  "\n(error bars: 1 stderr)")
+    ax.set_title(f"Brownian particles in a periodic potential: mean velocity\n{_fixed(ds, mean.dims)}",
+                 fontsize="medium")
+    footnote(ax.figure, [time_unit_note(ds["mean_velocity"]) if "mean_velocity" in ds else None])
+    save(ax, path)
+
+
+def _fixed(ds, swept) -> str:
+    """``"a = 1, f = 0.1, ..."``: the model's parameters that are not swept (from the attributes)."""
+    names = [k for k in ("a", "w", "g", "f", "kT", "h", "V0") if k in ds.attrs and k not in swept]
+    return ", ".join(f"{k} = {float(ds.attrs[k]):.4g}" for k in names if not np.ndim(ds.attrs[k]))

@@ -98,16 +98,19 @@ def summary(ds, seconds, output):
 
 
 def plot(ds, path):
-    """Draw ``x`` with its error band over the rows into one PNG."""
+    """``x`` over the rows with its band of 2 standard errors (MCSA: its residual per iteration) into one PNG."""
     commands.use_agg()
     import matplotlib.pyplot as plt
 
+    from ...analysis.plots import legend_outside, save
+
     fig, ax = plt.subplots(figsize=(7, 4))
     if "x_stderr" in ds:
-        ax.fill_between(ds.row, ds.x - 2 * ds.x_stderr, ds.x + 2 * ds.x_stderr, alpha=0.4, label="x +- 2 stderr")
-    ax.plot(ds.row, ds.x, lw=0.8, label="x (Monte Carlo)")
-    ax.set(xlabel="row", ylabel="x", title=ds.attrs["model"])
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+        ax.fill_between(ds.row, ds.x - 2 * ds.x_stderr, ds.x + 2 * ds.x_stderr, alpha=0.4,
+                        label=f"\u00b1 2 stderr (from {int(ds.attrs['batches'])} batches)")
+    ax.plot(ds.row, ds.x, lw=0.8, label=f"x, Monte Carlo estimate ({ds.attrs['method']} walks)")
+    ax.set(xlabel="row i of A x = b", ylabel="solution x_i")
+    ax.set_title(f"Monte Carlo solution of A x = b, {ds.attrs['method']} method\n"
+                 f"n = {int(ds.attrs['n'])}, {float(ds['histories'].sum()):.3g} histories", fontsize="medium")
+    legend_outside(ax)
+    save(ax, path)

@@ -476,6 +476,10 @@ def fit_growth(ds: xr.Dataset, dim: str = "N", time: str = "seconds", statistic:
     )
 
 
+#: Legend entry of the exponential laws :func:`plot_survival` draws.
+_LAW_LABEL = "fit: exponential law exp(-t / \u03c4), \u03c4 = mean TTS of each curve"
+
+
 def plot_survival(ds: xr.Dataset, ax=None, time: str = "seconds", instance=None, law: bool = True, **kwargs):
     """Empirical survival ``P(TTS > t)`` of the runs on a semilog-y axis, with ``exp(-t / tau)``.
 
@@ -505,7 +509,8 @@ def plot_survival(ds: xr.Dataset, ax=None, time: str = "seconds", instance=None,
     matplotlib Axes
         The axes drawn into.
     """
-    from ...analysis.plots import axes
+    from ...analysis.plots import axes, legend_outside
+    from ...analysis.plots import point_label as plot_label
 
     law = check_flag("law", law)
     if instance is not None:
@@ -528,24 +533,38 @@ def plot_survival(ds: xr.Dataset, ax=None, time: str = "seconds", instance=None,
     ax = axes(ax)
     runs = t.sizes[RUN]
     shape = tuple(t.sizes[d] for d in others)
+    groups = [d for d in others if d != INSTANCE]  # one colour per point of these; instances share it
+    colours, law_named = {}, False
     for index in np.ndindex(*shape):
         times = np.sort(t.values[index][solved.values[index]])
         x = np.concatenate(([0.0], times))
         y = 1.0 - np.arange(times.size + 1) / runs
         if y[-1] <= 0:  # all solved: keep the last step visible on the log axis
             y[-1] = y[-2] if y.size > 1 else 1.0
-        parts = [f"{d}={t[d].values[i]}" if d in t.coords else f"{d}={i}" for d, i in zip(others, index)]
-        label = ", ".join(parts) or "runs"
-        (line,) = ax.step(x, y, where="post", label=label, **kwargs)
+        group = tuple(i for d, i in zip(others, index) if d in groups)
+        point = t.isel(dict(zip(others, index)))
+        label = None
+        if group not in colours:
+            label = plot_label(point, groups) or "runs"
+            if INSTANCE in others:
+                label += f", {t.sizes[INSTANCE]} instances"
+            label += f", {runs} runs each" if INSTANCE in others else f", {runs} runs"
+        elif INSTANCE not in others:
+            label = plot_label(point, groups)
+        (line,) = ax.step(x, y, where="post", label=label, color=colours.get(group),
+                          lw=1.0 if INSTANCE in others else 1.5, **kwargs)
+        colours.setdefault(group, line.get_color())
         scale = float(tau.values[index])
         if law and np.isfinite(scale):
             grid = np.linspace(0.0, x[-1] if x[-1] > 0 else scale, 200)
-            ax.plot(grid, np.exp(-grid / scale), "--", color=line.get_color())
+            ax.plot(grid, np.exp(-grid / scale), "--", color=line.get_color(), lw=0.8,
+                    label=None if law_named else _LAW_LABEL)
+            law_named = True
     ax.set_yscale("log")
-    ax.set_xlabel(f"{time} [{units}]")
-    ax.set_ylabel("P(TTS > t)")
-    if 0 < len(ax.lines) <= 20:
-        ax.legend(fontsize="small")
+    ax.set_xlabel(f"time to solution [{units}]")
+    ax.set_ylabel("fraction of runs unsolved, P(TTS > t)")
+    if ax.get_legend_handles_labels()[1]:
+        legend_outside(ax)
     return ax
 
 

@@ -1,5 +1,7 @@
 """Subcommand ``xorsat``."""
 
+import numpy as np
+
 from ...core import commands
 from ...core.commands import add_parameter, integer, values
 from ...core.validation import check_count
@@ -47,8 +49,14 @@ def summary(ds, seconds, output):
 
 
 def plot(ds, path):
-    """Survival of the run times against the exponential law (Bernaschi et al. 2021, Fig. 2)."""
+    """Survival of the run times against the exponential law (Bernaschi et al. 2021, Fig. 2), legend beside it."""
     commands.use_agg()
+    import matplotlib.pyplot as plt
+
     from ...analysis.plots import save
 
-    save(ds.tts.plot_survival(time="sweeps"), path)
+    ax = ds.tts.plot_survival(time="sweeps", ax=plt.subplots(figsize=(6.4, 4.4))[1])
+    p = np.atleast_1d(ds["p"].values)
+    ax.set_title(f"Time to solution of random 3-XORSAT instances, quasi-greedy search\n"
+                 f"{int(ds.attrs['clones'])} clones, p = {', '.join(f'{v:g}' for v in p)}", fontsize="medium")
+    save(ax, path)
