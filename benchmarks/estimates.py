@@ -41,9 +41,8 @@ EXAMPLES = {
     "help retrapping-currents": ("retrapping-currents --preset li2007 --sweep-rate 2e7 --h 1e-3 --realizations 200",
                                  {}),
     "help langevin": ("langevin --a 0 1 2 4.2 --w 4.9 --g 0.9 --f 0.1 --kT 0.001 --h 0.01282 --steps 200000 "
-                      "--transient 20000 --realizations {x}", {"x": ("4096", "256")}),
-    "help kuramoto": ("kuramoto --N {x} --K 4 --width 1 --h 0.01 --steps 2000 --sample-every 20",
-                      {"x": ("1048576", "65536")}),
+                      "--transient 20000 --realizations 4096", {}),
+    "help kuramoto": ("kuramoto --N 1048576 --K 4 --width 1 --h 0.01 --steps 2000 --sample-every 20", {}),
     "help ising": ("ising --L 16 32 64 --beta 0.40 0.42 0.44 0.46 0.48 --sweeps 20000 --thermalization 2000 "
                    "--realizations 32", {}),
     "help xorsat": ("xorsat --N 64 96 --instances 20 --runs 10 --clones 4096 --p 0.1", {}),

@@ -26,11 +26,12 @@ from .core.progress import shown
 from .core.registry import registered
 from .core.validation import check_memory, gathered
 
-EXAMPLES = """examples:
+EXAMPLES = """examples (each under a minute on two CPU cores, except the one marked GPU-sized):
   gpuensembles escape-times --damping 0.05 --gamma 0.5 --D 0.01 --h 0.004 --realizations 5120 -o fpt.nc
   gpuensembles switching-currents --preset li2007 --sweep-rate 2e7 --realizations 200 -o sc.nc --plot sc.png
   gpuensembles switching-currents --preset li2007 --sweep-rate 1 200 1e4 --h 1e-3 --integrator baoab \\
       --method rates --realizations 100000 -o li.nc --plot li.png
+      # GPU-sized: about 16 s on an H100, about 16 min on two CPU cores
   gpuensembles switching-currents --preset li2007 --sweep-rate 2e7 --criterion voltage --realizations 200 -o sv.nc
   gpuensembles retrapping-currents --preset li2007 --sweep-rate 2e7 --h 1e-3 --realizations 200 -o rc.nc \\
       --plot rc.png
