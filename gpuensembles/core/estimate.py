@@ -104,7 +104,8 @@ def _key(work: Work, backend: str, decade=None) -> str:
 
 
 def _decade(amount: float) -> int:
-    return int(math.floor(math.log10(max(float(amount), 1.0))))
+    amount = float(amount)
+    return int(math.floor(math.log10(amount))) if math.isfinite(amount) and amount > 1 else 0
 
 
 def throughput(work: Work, backend: str) -> tuple:
@@ -182,6 +183,8 @@ def announce(work: Work, backend: str, progress="auto") -> float:
         The expected seconds.
     """
     resolved = _backend.resolve(backend)
+    if not math.isfinite(work.amount):  # theory gives no finite time for these parameters: nothing to say
+        return math.inf
     s = seconds(work, resolved)
     if s > ANNOUNCE_SECONDS and progress is not False:
         print(message(work, resolved), file=sys.stderr, flush=True)
@@ -197,7 +200,7 @@ def record(work: Work, backend: str, amount: float, elapsed: float):
     that record at once leave a whole file.
     """
     path = _file()
-    if path is None or elapsed < MIN_TIMED_SECONDS or amount <= 0:
+    if path is None or elapsed < MIN_TIMED_SECONDS or not 0 < amount < math.inf or not math.isfinite(work.amount):
         return
     if work.chain_seconds(backend) > work.amount / throughput(work, backend)[0]:
         return  # the slowest realization set its time, not the throughput
@@ -260,6 +263,7 @@ def timed(work: Work, backend: str, progress="auto"):
     started = {}
 
     def start():
+        """Say the estimate and start the clock (when the run's checks have passed)."""
         announce(work, backend, progress)
         started.update(wall=time.perf_counter(), compiling=compile_seconds())
 

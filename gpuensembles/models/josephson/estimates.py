@@ -9,7 +9,9 @@ Where theory does not cover a point (it raises, or gives no finite time), the st
 budget of the run bounds it, and the basis says so.
 """
 
+import functools
 import math
+import warnings
 
 import numpy as np
 
@@ -53,17 +55,38 @@ def _kind(model, integrator, dtype, what="first passage") -> str:
     return f"josephson {what}, {model}, {integrator}, {dtype}"
 
 
+def _quiet(function):
+    """Run a work function with theory's overflows and range warnings silenced.
+
+    Theory outside its range (a hostile input, a barrier far above the noise) gives an
+    infinite or undefined time: the estimate then says nothing, and the run's own checks
+    speak to the input.
+    """
+
+    @functools.wraps(function)
+    def quiet(*args, **kwargs):
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return function(*args, **kwargs)
+
+    return quiet
+
+
 def _mean_time(model, V0, damping, gamma, D) -> float:
-    """Mean escape time from the well bottom (inf where theory gives none)."""
-    with np.errstate(all="ignore"):  # a barrier far above the noise: exp overflows, the mean is infinite
-        if model == "overdamped":
-            mean = theory.overdamped_mfpt(V0=V0, damping=damping, gamma=gamma, D=D)
-        else:
-            rate = theory.escape_rate(gamma, V0=V0, damping=damping, theta=D / damping, form="melnikov")
-            mean = 1.0 / rate if rate > 0 else math.inf
+    """Mean escape time from the well bottom (inf where theory gives none, or is outside its range)."""
+    try:
+        with np.errstate(all="ignore"):  # a barrier far above the noise: exp overflows, the mean is infinite
+            if model == "overdamped":
+                mean = theory.overdamped_mfpt(V0=V0, damping=damping, gamma=gamma, D=D)
+            else:
+                rate = theory.escape_rate(gamma, V0=V0, damping=damping, theta=D / damping, form="melnikov")
+                mean = 1.0 / rate if rate > 0 else math.inf
+    except (ValueError, ArithmeticError):
+        return math.inf
     return mean if math.isfinite(mean) else math.inf
 
 
+@_quiet
 def escape_work(table, realizations, max_steps, model, integrator, dtype) -> Work:
     """Steps of ``escape_times``: the theoretical mean escape time over ``h``, capped at ``max_steps``.
 
@@ -98,6 +121,7 @@ def escape_work(table, realizations, max_steps, model, integrator, dtype) -> Wor
                 thread_rates=_thread_rates(model))
 
 
+@_quiet
 def ramp_work(table, names, realizations, model, integrator, dtype, voltage) -> Work:
     """Steps of a rising ramp (``switching_currents``, direct): the Fulton-Dunkleberger mean switching bias.
 
@@ -140,6 +164,7 @@ def ramp_work(table, names, realizations, model, integrator, dtype, voltage) -> 
                 "10x larger h, or a GPU", span=span, thread_rates=_thread_rates(model))
 
 
+@_quiet
 def retrapping_work(table, names, realizations, integrator, dtype) -> Work:
     """Steps of a falling ramp (``retrapping_currents``): from ``gamma_start`` down to the noise-free ``I_r``.
 
@@ -163,7 +188,10 @@ def retrapping_work(table, names, realizations, integrator, dtype) -> Work:
     steps, span = 0.0, 0.0
     for V0, damping, dgamma, start, limit in zip(*(columns[k] for k in (
             "V0", "damping", "dgamma", "gamma_start", "limit"))):
-        retrap = theory.retrapping_current(theory.quality_factor(V0, damping))
+        try:
+            retrap = theory.retrapping_current(theory.quality_factor(V0, damping))
+        except (ValueError, ArithmeticError):
+            retrap = -math.inf  # outside theory's range: the ramp's limit bounds it
         ramp = min(max(start - retrap, 0.0) / dgamma, limit)
         steps, span = steps + ramp * realizations, max(span, ramp)
     return Work(steps, "steps", _kind("underdamped", integrator, dtype, "retrapping"),
@@ -181,6 +209,7 @@ def retrapping_work(table, names, realizations, integrator, dtype) -> Work:
 FFS_TRIAL_RELAXATIONS = {"overdamped": 2.5, "underdamped": 2.4}
 
 
+@_quiet
 def rates_work(table, methods, rel_error, model, integrator, dtype, *, direct_realizations, ffs_trials,
                voltage=False) -> Work:
     """Steps of ``escape_rates``, from each point's barrier and ``rel_error``.

@@ -227,7 +227,8 @@ def _warn_if_retrapped(current, switched, params, gamma_end):
     """
     grid = xr.broadcast(*(params[k] for k in ("V0", "damping", "D", "h", "dgamma", "gamma_start")))
     Q = theory.quality_factor(grid[0], grid[1])
-    retrapping = xr.apply_ufunc(theory.retrapping_current, Q)
+    finite = np.isfinite(Q)  # a damping that underflows: Q = inf, whose I_r is the 4 / (pi Q) limit, 0
+    retrapping = xr.apply_ufunc(theory.retrapping_current, Q.where(finite, 1.0)).where(finite, 0.0)
     if current.chunks is None:
         below = ((current < retrapping) & switched).mean("realization")
         source = "of the samples"
