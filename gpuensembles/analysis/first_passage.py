@@ -6,17 +6,14 @@ operations only, so dask-backed inputs stay lazy. Nothing here knows a model: th
 variable names of escape-time and switching-current results and delegates here.
 """
 
-import numbers
 
 import numpy as np
 import xarray as xr
 
 from ..core.io import REALIZATION
-from ..core.validation import check_choice, check_count, check_dim, check_grid, real_array
+from ..core.validation import check_choice, check_dim, check_grid, real_array
 
 CENSORED = ("nan", "drop")
-#: Most bins :func:`rate_from_histogram` makes.
-MAX_BINS = 2**20
 
 
 def mean(times: xr.DataArray, passed: xr.DataArray, dim: str = REALIZATION, censored: str = "nan") -> xr.Dataset:
@@ -234,55 +231,6 @@ def kramers_fit(mean_time: xr.DataArray, stderr: xr.DataArray, dim: str = "D", f
         },
         coords={dim: mean_time[dim]},
         attrs={"form": form},
-    )
-
-
-def rate_from_histogram(currents: xr.DataArray, gamma_dot, bins=50, dim: str = REALIZATION) -> xr.Dataset:
-    """Escape rate ``Gamma(gamma)`` from a switching-current sample (Fulton-Dunkleberger inversion).
-
-    With ``S_i`` the number of realizations still unswitched at the lower edge of bin
-    ``i`` (width ``dgamma``), ``Gamma_i = (gamma_dot / dgamma) ln(S_i / S_{i+1})``
-    (Fulton & Dunkleberger, PRB 9, 4760 (1974)). The standard error of the log follows
-    from the binomial count in the bin, ``sqrt(n_i / (S_i S_{i+1}))``. Bins with
-    ``S_{i+1} = 0`` are NaN. Computes the data (a histogram needs all of it).
-
-    Parameters
-    ----------
-    currents : DataArray
-        Switching biases (NaN where not switched), 1-D along ``dim``.
-    gamma_dot : float
-        Ramp rate ``d gamma / dt`` (``dgamma / h`` of the simulation).
-    bins : int or array
-        Number of bins over the sample's range, or bin edges.
-    """
-    check_dim("dim", dim, currents.dims)
-    if currents.dims != (dim,):
-        raise ValueError(f"rate_from_histogram needs one distribution along dim={dim!r}; got dims {currents.dims}, "
-                         "select a single parameter point first")
-    if isinstance(bins, (numbers.Number, str, bytes, np.bool_)) or bins is None:
-        bins = check_count("bins", bins, maximum=MAX_BINS)
-    else:
-        bins = check_grid("bins", bins, minimum_size=2)
-        if np.any(np.diff(bins) <= 0):
-            raise ValueError("bins must be increasing bin edges")
-    values = np.asarray(currents.values, dtype=float)
-    values = values[np.isfinite(values)]
-    counts, edges = np.histogram(values, bins=bins)
-    remaining = values.size - np.concatenate(([0], np.cumsum(counts)))  # S at each edge
-    with np.errstate(divide="ignore", invalid="ignore"):
-        log_ratio = np.log(remaining[:-1] / remaining[1:])
-        error = np.sqrt(counts / (remaining[:-1] * remaining[1:]))
-    log_ratio[remaining[1:] == 0] = np.nan
-    width = np.diff(edges)
-    centres = 0.5 * (edges[1:] + edges[:-1])
-    coords = {"gamma": ("gamma", centres, {"long_name": "bias (bin centre)", "units": "1"})}
-    return xr.Dataset(
-        {
-            "rate": ("gamma", gamma_dot / width * log_ratio, {"long_name": "escape rate from the histogram"}),
-            "rate_stderr": ("gamma", gamma_dot / width * error),
-            "count": ("gamma", counts),
-        },
-        coords=coords,
     )
 
 

@@ -114,20 +114,6 @@ def _fd_sample(n, a, b, gamma_dot, seed):
     return np.log1p(-np.log1p(-u) * b * gamma_dot / a) / b
 
 
-def test_rate_from_histogram_recovers_the_rate():
-    a, b, gamma_dot = 1e-6, 25.0, 1e-4
-    sample = xr.DataArray(_fd_sample(50_000, a, b, gamma_dot, seed=3), dims="realization")
-    r = fpt.rate_from_histogram(sample, gamma_dot, bins=30)
-    ok = (r["count"] > 200).values  # well-populated bins, away from the last, empty-ish ones
-    expected = a * np.exp(b * r.gamma.values[ok])
-    # a bin's rate is the rate at an effective point within it; allow the spread across the bin
-    spread = expected * (np.exp(b * np.diff(r.gamma.values).mean() / 2) - 1)
-    deviation = np.abs(r["rate"].values[ok] - expected)
-    assert np.all(deviation < 4 * r["rate_stderr"].values[ok] + spread)
-    with pytest.raises(ValueError, match="single parameter point"):
-        fpt.rate_from_histogram(sample.expand_dims(D=[1.0]), gamma_dot)
-
-
 def test_ks_compare_accepts_the_true_cdf_and_rejects_a_wrong_one():
     a, b, gamma_dot = 1e-6, 25.0, 1e-4
     sample = xr.DataArray(_fd_sample(5000, a, b, gamma_dot, seed=4), dims="realization")

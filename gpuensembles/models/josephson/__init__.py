@@ -12,12 +12,14 @@ registers the ``Dataset.fpt`` accessor; :func:`normalize` converts SI junction p
 from ...core.registry import Command, RunFunction, register
 from . import analysis, cli, theory  # noqa: F401  (analysis registers the Dataset.fpt accessor)
 from .escape import escape_times
+from .histograms import rates_from_histogram
 from .junction import normalize
 from .rates import escape_rates
 from .retrapping import retrapping_currents
 from .switching import switching_currents
 
-__all__ = ["escape_times", "switching_currents", "escape_rates", "retrapping_currents", "normalize", "theory"]
+__all__ = ["escape_times", "switching_currents", "escape_rates", "retrapping_currents", "normalize", "theory",
+           "rates_from_histogram"]
 
 register(RunFunction(
     name="escape_times", function=escape_times, family="josephson",

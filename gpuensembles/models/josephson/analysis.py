@@ -17,7 +17,6 @@ from ...analysis.first_passage import (
     mean,
     percentile,
     quasipotential,
-    rate_from_histogram,
     spread,
     survival,
 )
@@ -195,11 +194,13 @@ class FirstPassageAccessor:
     def _gamma_dot(self):
         return float(self._param("dgamma")) / float(self._param("h"))
 
-    def rate_from_histogram(self, bins=50, dim: str = REALIZATION) -> xr.Dataset:
-        """Escape rate from the switching histogram; see :func:`rate_from_histogram`."""
+    def rates_from_histogram(self, bins=50, combine: bool = False) -> xr.Dataset:
+        """Escape rates from the switching histogram; see :func:`gpuensembles.josephson.rates_from_histogram`."""
+        from .histograms import rates_from_histogram
+
         if not self._switching:
-            raise ValueError("rate_from_histogram needs a switching_currents result")
-        return rate_from_histogram(self._times.compute(), self._gamma_dot(), bins=bins, dim=dim)
+            raise ValueError("rates_from_histogram needs a switching_currents result")
+        return rates_from_histogram(self._ds, bins=bins, combine=combine)
 
     def theory_cdf(self, form: str = "melnikov"):
         """Fulton-Dunkleberger CDF for this (single-point) switching run, as a callable.
