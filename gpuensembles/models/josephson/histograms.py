@@ -38,12 +38,17 @@ def _check_sweep_rate(sweep_rate, units) -> np.ndarray:
     return values
 
 
-def _check_edges(edges, units) -> np.ndarray:
-    edges = np.asarray(edges, dtype=float)
-    if edges.ndim != 1 or edges.size < 2 or not np.all(np.isfinite(edges)):
-        raise ValueError(f"edges must be a 1-D array of at least 2 finite bin edges (in {units!r}), got {edges!r}")
+def _check_edges(edges, units, name="edges") -> np.ndarray:
+    try:
+        values = np.asarray(edges, dtype=float)
+    except (TypeError, ValueError):
+        values = None
+    if values is None or values.ndim != 1 or values.size < 2 or not np.all(np.isfinite(values)):
+        raise ValueError(f"{name} must be a 1-D array of at least 2 finite bin edges (in {units!r})"
+                         + (" or a number of bins" if name == "bins" else "") + f", got {edges!r}")
+    edges = values
     if np.any(np.diff(edges) <= 0):
-        raise ValueError("edges must increase strictly: the bins may not be unsorted, overlap or be empty; "
+        raise ValueError(f"{name} must increase strictly: the bins may not be unsorted, overlap or be empty; "
                          f"got {edges.tolist()}")
     return edges
 
@@ -65,7 +70,7 @@ def _counts_from_samples(samples, bins, units):
         edges = np.linspace(finite.min(), finite.max(), n + 1)
         edges[-1] = np.nextafter(edges[-1], np.inf)  # the largest sample falls inside the last bin
     else:
-        edges = _check_edges(bins, units)
+        edges = _check_edges(bins, units, "bins")
     counts = np.stack([np.histogram(row[np.isfinite(row)], bins=edges)[0] for row in values])
     outside = np.array([np.sum((row < edges[0]) | (row >= edges[-1])) for row in values])
     if np.any(outside):
