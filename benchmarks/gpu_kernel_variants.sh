@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Issue 19 on one GPU, in one call (at most ~8 minutes on an H200: DEADLINE below): the default path and every
+# The kernel variants on one GPU, in one call (at most ~8 minutes on an H200: DEADLINE below): the default path and every
 # run-time variant of the kernels left below target, each with its baseline in the same run,
 # then one short table. From the repository root:
-#   bash benchmarks/gpu_issue19.sh
+#   bash benchmarks/gpu_kernel_variants.sh
 # Logs and JSON go to "$OUT" (default /tmp/out). Dependencies come as wheels in .whl/ (no
 # network on the GPU machine), installed the way benchmarks/gpu_session.sh does it.
 #
@@ -20,7 +20,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site
 python3 -m pip install -q --no-deps --no-build-isolation --no-index . 2>&1 | tail -2
 out=${OUT:-/tmp/out}; mkdir -p "$out"
-export NUMBA_CACHE_DIR=/tmp/kernel-cache-issue19
+export NUMBA_CACHE_DIR=/tmp/kernel-cache-variants
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu.txt"
 git log -1 --format='tree: %h %s' 2>/dev/null | tee -a "$out/gpu.txt"
 
