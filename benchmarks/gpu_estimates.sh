@@ -5,9 +5,7 @@
 # The log goes to "$OUT" (default /tmp/out). LIMIT (seconds, default 540) bounds the run.
 set -u
 export PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site
-python3 -m pip install -q --no-deps --no-build-isolation --no-index . 2>&1 | tail -2
+source benchmarks/gpu_install.sh
 out=${OUT:-/tmp/out}; mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/gpu.txt"
 git log -1 --format='tree: %h %s' 2>/dev/null | tee -a "$out/gpu.txt"

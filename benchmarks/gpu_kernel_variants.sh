@@ -16,9 +16,7 @@
 set -u
 export PYTHONUNBUFFERED=1
 T0=$SECONDS
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site
-python3 -m pip install -q --no-deps --no-build-isolation --no-index . 2>&1 | tail -2
+source benchmarks/gpu_install.sh
 out=${OUT:-/tmp/out}; mkdir -p "$out"
 export NUMBA_CACHE_DIR=/tmp/kernel-cache-variants
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu.txt"
