@@ -97,3 +97,17 @@ def test_the_command_line_prints_the_estimate_before_the_run(tmp_path, capsys, m
     err = capsys.readouterr().err
     assert re.search(r"estimate: about [\d.]+ s for ~[\d.e+]+ steps \(mean escape time up to [\d.e+]+ from the exact "
                      r"overdamped MFPT, capped at max_steps\)", err), err
+
+
+def test_a_large_grid_computes_theory_at_its_highest_barriers_and_scales_the_rest(monkeypatch):
+    grid = [(g, D) for g in np.linspace(0.2, 0.8, 12) for D in np.linspace(0.005, 0.05, 12)]
+    table = np.array([[1.0, 0.05, g, D, 0.001] for g, D in grid])
+    computed = []
+    exact_time = estimates._mean_time
+    monkeypatch.setattr(estimates, "_mean_time", lambda *args: computed.append(args) or exact_time(*args))
+    work = estimates.escape_work(table, 100, 10**12, "underdamped", "euler", "float32")
+    assert len(computed) == estimates.MAX_THEORY_POINTS
+    monkeypatch.setattr(estimates, "MAX_THEORY_POINTS", table.shape[0])
+    every = estimates.escape_work(table, 100, 10**12, "underdamped", "euler", "float32")
+    assert work.span == every.span  # the slowest point is among those computed
+    assert work.amount == pytest.approx(every.amount, rel=0.05)  # Arrhenius scaling of the others
