@@ -505,3 +505,17 @@ def retrapping_current(Q, *, tol=1e-9):
 
     out = np.vectorize(one, otypes=[float])(q)
     return float(out) if out.ndim == 0 else out
+
+
+# --------------------------------------------------------------------------- quantum escape and the crossover
+# Kept in their own module (it builds on the functions above) and offered here, where users look for theory.
+from .quantum_theory import (  # noqa: E402, F401  (re-exported)
+    crossover_temperature,
+    escape_temperature,
+    escape_theta,
+    mqt_rate,
+    quantum_enhancement,
+    quantum_thermal_rate,
+    wkb_exponent,
+)
+
