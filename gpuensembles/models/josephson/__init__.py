@@ -7,11 +7,14 @@ sampling, and ``switching_currents(method="rates")`` builds switching histograms
 sweep rates from them. :mod:`.theory` holds the exact overdamped MFPT, the Kramers and
 Mel'nikov rates, Fulton-Dunkleberger and the retrapping current; :mod:`.analysis`
 registers the ``Dataset.fpt`` accessor; :func:`normalize` converts SI junction parameters.
+:func:`rates_from_histogram` and :func:`fit_switching` go the other way, from measured
+switching histograms to rates and to the junction's parameters.
 """
 
 from ...core.registry import Command, RunFunction, register
 from . import analysis, cli, theory  # noqa: F401  (analysis registers the Dataset.fpt accessor)
 from .escape import escape_times
+from .fitting import fit_switching
 from .histograms import rates_from_histogram
 from .junction import normalize
 from .rates import escape_rates
@@ -19,7 +22,7 @@ from .retrapping import retrapping_currents
 from .switching import switching_currents
 
 __all__ = ["escape_times", "switching_currents", "escape_rates", "retrapping_currents", "normalize", "theory",
-           "rates_from_histogram"]
+           "rates_from_histogram", "fit_switching"]
 
 register(RunFunction(
     name="escape_times", function=escape_times, family="josephson",

@@ -264,7 +264,7 @@ def _partial(log_a, k, t):
     return value, d_k
 
 
-def integrated_rate(gamma, curve: RateCurve, *, gamma_start=0.0, gamma_end=1.0):
+def integrated_rate(gamma, curve: RateCurve, *, gamma_start=0.0, gamma_end=1.0, jacobian=True):
     """``int_{gamma_start}^{gamma} Gamma(g) dg`` of the interpolated rate, and its derivatives.
 
     Exact for the piecewise log-linear interpolant (module docstring); 0 below
@@ -278,17 +278,24 @@ def integrated_rate(gamma, curve: RateCurve, *, gamma_start=0.0, gamma_end=1.0):
         The rate points.
     gamma_start, gamma_end : float
         Where the ramp starts and stops.
+    jacobian : bool
+        Also compute the derivatives (a ``len(gamma)`` by ``len(curve.gamma)`` array: a
+        likelihood over many samples does not need it).
 
     Returns
     -------
     integral : numpy.ndarray
         The integral at each ``gamma`` (rate times bias units).
-    jacobian : numpy.ndarray
+    jacobian : numpy.ndarray or None
         ``d integral / d ln Gamma_j``, shape ``(len(gamma), len(curve.gamma))``.
     """
     x = np.clip(np.asarray(gamma, dtype=float).ravel(), gamma_start, gamma_end)
     a, length, log_a, k, d_log, d_slope = _segments(curve, gamma_start, gamma_end)
     full, full_dk = _partial(log_a, k, length)
+    if not jacobian:
+        seg = np.clip(np.searchsorted(a, x, side="right") - 1, 0, a.size - 1)
+        cumulative = np.concatenate([[0.0], np.cumsum(full)])
+        return cumulative[seg] + _partial(log_a[seg], k[seg], np.clip(x - a[seg], 0.0, length[seg]))[0], None
     full_jac = full[:, None] * d_log + full_dk[:, None] * d_slope
     cumulative = np.concatenate([[0.0], np.cumsum(full)])
     cumulative_jac = np.concatenate([np.zeros((1, curve.gamma.size)), np.cumsum(full_jac, axis=0)])

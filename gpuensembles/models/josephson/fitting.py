@@ -1,0 +1,424 @@
+"""Fit a junction to measured switching histograms: ``Ic``, the escape temperature and the damping.
+
+:func:`fit_switching` maximizes the likelihood of the switching currents themselves (samples,
+or counts per bin) under a rate model and the Fulton-Dunkleberger law of a linear ramp
+(:mod:`.likelihood`), not a line through transformed rates. Errors are the inverse Fisher
+information at the maximum; the goodness of fit is Pearson's chi-square over bins of equal
+fitted probability (or the given bins of counts, merged to at least 5 expected events).
+"""
+
+import math
+import warnings
+
+import numpy as np
+import xarray as xr
+
+from ...core.validation import check_choice, check_flag
+from . import histograms, likelihood, quantum_theory, simulated_model
+from .junction import BOLTZMANN, ELEMENTARY_CHARGE, HBAR
+
+MODELS = ("thermal", "quantum", "simulated")
+UNITS = ("1", "A")
+#: Fewest switching events a fit accepts.
+MIN_EVENTS = 20
+#: Relative error of Q above which a fitted damping is reported as not constrained by the data.
+LOOSE = 0.2
+#: Fewest expected events in a bin of the chi-square.
+MIN_EXPECTED = 5.0
+
+
+class _Units:
+    """Conversion between the caller's units and the normalized ones of the fit."""
+
+    def __init__(self, units, V0, damping, C, R, reference):
+        self.units, self.reference = units, reference
+        if units == "1":
+            self.E_C, self.time = None, 1.0
+            self.V0_unit, self.damping = float(V0), float(damping)
+        else:
+            self.E_C = (2.0 * ELEMENTARY_CHARGE) ** 2 / C
+            self.time = HBAR / self.E_C
+            self.V0_unit = HBAR * reference / (2.0 * ELEMENTARY_CHARGE) / self.E_C
+            self.damping = self.time / (R * C)
+
+    def theta(self, temperature):
+        """Normalized temperature of the caller's (kelvin, or already normalized)."""
+        return temperature if self.units == "1" else BOLTZMANN * temperature / self.E_C
+
+    def temperature(self, theta):
+        """The caller's temperature of a normalized one."""
+        return theta if self.units == "1" else theta * self.E_C / BOLTZMANN
+
+
+def _check_positive(name, value, what):
+    if value is None:
+        raise ValueError(f"{name} is required: {what}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if not (math.isfinite(number) and number > 0):
+        raise ValueError(f"{name} must be a positive number ({what}), got {value!r}")
+    return number
+
+
+def _check_units(units, V0, damping, C, R):
+    """Refuse parameters of the other system of units (a mix is almost always a slip)."""
+    check_choice("units", units, UNITS)
+    if units == "1":
+        if C is not None or R is not None:
+            raise ValueError("C and R are for units='A' (currents in amperes); with units='1' give V0 and damping")
+        V0 = _check_positive("V0", V0, "E_J / E_C at the nominal critical current, for units='1'")
+        damping = _check_positive("damping", damping, "1 / (R C) in the time unit of the data, for units='1'")
+        return V0, damping, None, None
+    if V0 is not None or damping is not None:
+        raise ValueError("V0 and damping are for units='1'; with units='A' give the capacitance C (F) and the "
+                         "shunt resistance R (ohm)")
+    return None, None, _check_positive("C", C, "the junction capacitance in F"), _check_positive(
+        "R", R, "the shunt resistance in ohm (it sets the damping)")
+
+
+def _rows(data, counts, edges, unswitched, units):
+    """``[(samples or None, counts or None, unswitched)]``, one per histogram, and the edges."""
+    if (data is None) == (counts is None):
+        raise ValueError("give either data (switching currents) or counts with edges, not both or neither")
+    if data is not None:
+        values = np.asarray(data, dtype=float)
+        values = values[None, :] if values.ndim == 1 else values
+        if values.ndim != 2:
+            raise ValueError(f"data must be 1-D, or 2-D with one row per temperature; got shape {values.shape}")
+        if np.any(np.isinf(values)) or np.any(values[np.isfinite(values)] <= 0):
+            raise ValueError("data must be positive switching currents, or NaN where a ramp did not switch")
+        rows = [(row[np.isfinite(row)], None, int(np.sum(~np.isfinite(row)))) for row in values]
+        edges = None
+    else:
+        if edges is None:
+            raise ValueError("counts need their bin edges: edges=")
+        edges = histograms._check_edges(edges, units)
+        if edges[0] <= 0:
+            raise ValueError(f"edges must be positive currents, got a first edge of {edges[0]!r}")
+        counts, unswitched = histograms._check_counts(counts, edges, unswitched)
+        rows = [(None, row, int(u)) for row, u in zip(counts, unswitched)]
+    for i, (samples, row, _) in enumerate(rows):
+        events = samples.size if samples is not None else int(row.sum())
+        if events < MIN_EVENTS:
+            raise ValueError(f"histogram {i} has {events} switching events: a fit needs at least {MIN_EVENTS}")
+    largest = max(float(s.max()) if s is not None else float(edges[-1]) for s, _, _ in rows)
+    if units == "1" and largest < 1e-3:
+        raise ValueError(f"with units='1' the data are I / I_c (near 1); the largest is {largest:.3g}, which looks "
+                         "like amperes: use units='A' with C and R")
+    if units == "A" and largest > 0.1:
+        raise ValueError(f"with units='A' the data are currents in amperes; the largest is {largest:.3g}, which "
+                         "looks normalized: use units='1' with V0 and damping")
+    return rows, edges, largest
+
+
+def _start(model, data: likelihood.Histogram, damping):
+    """Starting values: ``Ic`` and ``theta`` from a least-squares fit of ``ln Gamma`` to the inverted histogram."""
+    if data.samples is not None:
+        counts, edges = np.histogram(data.samples, bins=int(np.clip(np.sqrt(data.samples.size), 8, 40)))
+    else:
+        counts, edges = data.counts, data.edges
+    rate, _, _, _, _ = histograms._invert(counts, data.unswitched, edges, data.x_dot)
+    x = 0.5 * (edges[1:] + edges[:-1])
+    keep = np.isfinite(rate) & (rate > 0)
+    x, rate = x[keep], rate[keep]
+    best = None
+    for c in data.top * (1.0 + np.geomspace(1e-4, 1.0, 60)):
+        gamma = x / c
+        du = likelihood.theory.barrier(gamma, c * data.V0_unit)
+        y = np.log(likelihood.theory.plasma_frequency(gamma, c * data.V0_unit) / (2 * math.pi * rate * c))
+        if x.size < 2 or np.sum(du * y) <= 0:
+            continue
+        theta = float(np.sum(du * du) / np.sum(du * y))
+        residual = float(np.sum((y - du / theta) ** 2))
+        if best is None or residual < best[0]:
+            best = (residual, c, theta)
+    c, theta = (best[1], best[2]) if best else (data.top * 1.05, 1.0)
+    return {"Ic": c, "theta": theta, "damping": damping}
+
+
+def _chi_square(model, data: likelihood.Histogram, values, fitted):
+    """``(chi2, dof, p)``: Pearson's chi-square of the data against the fitted switching distribution."""
+    from scipy import stats
+
+    total = data.events + data.unswitched
+    if data.samples is not None:
+        k = int(np.clip(data.events // 20, 4, 50))
+        grid = np.linspace(*data.window, 4000)
+        cdf = likelihood.model_cdf(model, data, values, grid)
+        inner = np.interp(np.arange(1, k) / k * cdf[-1], cdf, grid)
+        edges = np.concatenate([[data.window[0]], inner, [np.nextafter(data.window[1], np.inf)]])
+        observed = np.histogram(data.samples, bins=edges)[0].astype(float)
+    else:
+        edges, observed = data.edges, data.counts.astype(float)
+    cdf = likelihood.model_cdf(model, data, values, edges)
+    expected = total * np.diff(cdf)
+    observed, expected = _merged(observed, expected)
+    chi2 = float(np.sum((observed - expected) ** 2 / expected))
+    dof = observed.size - 1 - fitted
+    return chi2, dof, float(stats.chi2.sf(chi2, dof)) if dof > 0 else math.nan
+
+
+def _merged(observed, expected):
+    """Adjacent bins merged until each expects at least `MIN_EXPECTED` events."""
+    obs, exp = [], []
+    o = e = 0.0
+    for a, b in zip(observed, expected):
+        o, e = o + a, e + b
+        if e >= MIN_EXPECTED:
+            obs.append(o)
+            exp.append(e)
+            o = e = 0.0
+    if e > 0 and exp:
+        obs[-1] += o
+        exp[-1] += e
+    return np.asarray(obs), np.asarray(exp)
+
+
+def _equivalent_theta(log_rate, gamma, V0, damping):
+    """The temperature at which the thermal (Mel'nikov-Meshkov) rate at ``gamma`` is ``exp(log_rate)``."""
+    from scipy import optimize
+
+    def excess(log_theta):
+        value = likelihood.thermal_log_rate(np.array([gamma]), V0=V0, damping=damping, theta=math.exp(log_theta))
+        return float(value[0]) - log_rate
+
+    barrier = float(likelihood.theory.barrier(gamma, V0))  # the rate rises with theta up to about the barrier
+    return math.exp(optimize.brentq(excess, math.log(barrier / 500.0), math.log(barrier), xtol=1e-12))
+
+
+def _propagated(function, q, covariance):
+    """``function(q)`` and its standard error by the delta method (central-difference gradient)."""
+    value = function(q)
+    if not np.all(np.isfinite(covariance)):
+        return value, math.nan
+    gradient = np.empty(q.size)
+    for i in range(q.size):
+        h = 1e-3 * math.sqrt(covariance[i, i]) + 1e-12
+        e = np.zeros(q.size)
+        e[i] = h
+        gradient[i] = (function(q + e) - function(q - e)) / (2 * h)
+    return value, float(math.sqrt(max(gradient @ covariance @ gradient, 0.0)))
+
+
+def fit_switching(data=None, sweep_rate=None, *, model="thermal", units="1", V0=None, damping=None, C=None, R=None,
+                  temperature=None, counts=None, edges=None, unswitched=0, ramp_start=None, fit_damping=False,
+                  criterion="escape", rel_error=0.05, backend="auto", seed=0) -> xr.Dataset:
+    """Fit ``Ic``, the escape temperature and (optionally) the damping to switching histograms.
+
+    The likelihood of the switching currents under the Fulton-Dunkleberger law of a linear
+    ramp, maximized over the model's parameters (:mod:`.likelihood`).
+
+    Parameters
+    ----------
+    data : array_like, optional
+        Switching currents: 1-D, or 2-D with one row per ``temperature``; NaN marks a ramp
+        that did not switch (counted as surviving past the largest current). Or give
+        ``counts`` and ``edges``.
+    sweep_rate : float
+        The ramp ``dI/dt``: in A/s with ``units="A"``; with ``units="1"``, in units of the
+        nominal critical current per time unit ``hbar / E_C``.
+    model : {"thermal", "quantum", "simulated"}
+        * ``"thermal"``: Kramers escape with Mel'nikov-Meshkov's energy-diffusion factor
+          (:func:`.theory.escape_rate`, ``form="melnikov"``); fits ``Ic`` and ``T_esc``, and
+          the damping with ``fit_damping``.
+        * ``"quantum"``: tunnelling (:func:`.theory.mqt_rate`) plus activation at the bath
+          ``temperature``; fits ``Ic`` (and the damping); ``T_esc`` is derived from the fitted
+          rate at the mean switching current.
+        * ``"simulated"``: the escape rates of the Langevin equation itself,
+          :func:`~gpuensembles.escape_rates` with ``criterion`` (so retrapping of a moderately
+          damped junction counts as it does in the experiment); fits ``Ic`` and ``T_esc``.
+    units : {"1", "A"}
+        Currents as ``I / I_c`` of a nominal junction (give ``V0`` and ``damping``), or in
+        amperes (give ``C`` and ``R``).
+    V0, damping : float
+        With ``units="1"``: ``E_J / E_C`` at the nominal critical current, and ``1 / (R C)`` in
+        the time unit ``hbar / E_C``.
+    C, R : float
+        With ``units="A"``: capacitance (F) and shunt resistance (ohm).
+    temperature : float or array_like, optional
+        Bath temperature of each histogram (kelvin with ``units="A"``, ``theta`` with
+        ``units="1"``): a dimension of the result, used by ``"quantum"`` for activation.
+    counts, edges, unswitched : array_like, optional
+        Switching events per bin (a row per temperature), the bin edges, and the ramps that
+        never switched (per row).
+    ramp_start : float, optional
+        The current at which each ramp starts (units of the data). By default the ramp is
+        taken to start far enough below the data (their range below the smallest current,
+        or at 0) that nothing switches before; give it when the ramps start closer.
+    fit_damping : bool
+        Fit the damping too (``"thermal"`` and ``"quantum"``); the histogram constrains it
+        only through the prefactor (thermal) or the exponent's ``0.87 / Q`` (quantum), so expect
+        a large error unless the data are many.
+    criterion : {"escape", "voltage"}
+        What ``"simulated"`` counts as a switch (:func:`~gpuensembles.escape_rates`).
+    rel_error : float
+        Relative error of each simulated rate (``"simulated"``).
+    backend : str
+        Backend of the simulation (``"simulated"``).
+    seed : int
+        Seed of the simulation (``"simulated"``).
+
+    Returns
+    -------
+    xarray.Dataset
+        Over ``temperature`` (when given): ``Ic``, ``T_esc``, ``Q`` (zero-bias quality factor
+        ``sqrt(V0) / damping``), each with ``_stderr``; ``correlation`` of the fitted parameters;
+        ``T_star`` (crossover at the mean switching current) with its error; ``log_likelihood``,
+        ``chi2``, ``dof``, ``p_value``, ``events``; and over ``current`` the fitted
+        ``model_cdf`` beside the data's ``empirical_cdf``.
+
+    Raises
+    ------
+    ValueError
+        Naming the field: negative counts, unsorted or overlapping bins, a sweep rate that is
+        not positive, mixed units, too few events (fewer than 20), or a missing parameter.
+
+    Examples
+    --------
+    >>> import gpuensembles as ge
+    >>> fit = ge.josephson.fit_switching(currents, sweep_rate=2e-4, V0=200.0, damping=0.5)  # doctest: +SKIP
+    >>> float(fit.T_esc), float(fit.T_esc_stderr)  # doctest: +SKIP
+    """
+    check_choice("model", model, MODELS)
+    check_choice("criterion", criterion, ("escape", "voltage"))
+    fit_damping = check_flag("fit_damping", fit_damping)
+    if model == "simulated" and fit_damping:
+        raise ValueError("fit_damping is not offered with model='simulated' (each damping is a new simulation); "
+                         "fit with model='thermal' first, or compare fits at fixed dampings")
+    V0, damping, C, R = _check_units(units, V0, damping, C, R)
+    sweep = _check_positive("sweep_rate", sweep_rate, "dI/dt, in A/s with units='A' or I_c per time unit")
+    rows, edges, largest = _rows(data, counts, edges, unswitched, units)
+    if ramp_start is not None:
+        lowest = min(float(s.min()) if s is not None else float(edges[0]) for s, _, _ in rows)
+        ramp_start = float(ramp_start) if np.isscalar(ramp_start) else math.nan
+        if not 0 <= ramp_start <= lowest:
+            raise ValueError(f"ramp_start must be a current in [0, {lowest:.6g}] (no switching before the ramp "
+                             f"starts), got {ramp_start!r}")
+    temps = None if temperature is None else np.atleast_1d(np.asarray(temperature, dtype=float))
+    if temps is not None and (temps.size != len(rows) or np.any(~(temps >= 0))):
+        raise ValueError(f"temperature must give one value >= 0 per histogram ({len(rows)}), got {temperature!r}")
+    if model == "quantum" and temps is None:
+        temps_used = np.zeros(len(rows))
+    else:
+        temps_used = temps if temps is not None else np.full(len(rows), math.nan)
+    conv = _Units(units, V0, damping, C, R, reference=largest if units == "A" else 1.0)
+    fits = []
+    for (samples, row, left), temp in zip(rows, temps_used):
+        scale = conv.reference
+        hist = likelihood.Histogram(samples / scale if samples is not None else None, row,
+                                    edges / scale if edges is not None else None, left, sweep / scale * conv.time,
+                                    conv.V0_unit, None if ramp_start is None else ramp_start / scale)
+        theta_bath = conv.theta(temp) if np.isfinite(temp) else 0.0
+        fits.append(_fit_one(model, hist, conv, fit_damping, theta_bath, criterion, rel_error, backend, seed))
+    return _dataset(fits, temps, conv, model, fit_damping)
+
+
+def _rate_model(model, conv, fit_damping, theta_bath, start, data, criterion, rel_error, backend, seed):
+    if model == "thermal":
+        return likelihood.thermal_model(fit_damping, conv.damping)
+    if model == "quantum":
+        return likelihood.quantum_model(fit_damping, conv.damping, theta_bath)
+    return simulated_model.simulated(start, data, conv.damping, criterion=criterion, rel_error=rel_error,
+                                     backend=backend, seed=seed)
+
+
+#: Refits over resampled simulated rate tables, for the part of the error that the simulation adds.
+RESAMPLES = 24
+
+
+def _model_covariance(rate_model, data, values, seed):
+    """Covariance of the fit coordinates over rate models redrawn within their errors (parametric bootstrap)."""
+    generator = np.random.default_rng(np.random.SeedSequence([seed, 38]))
+    refits = [likelihood.maximize(rate_model.resample(generator), data, values, curvature=False)[1]
+              for _ in range(RESAMPLES)]
+    return np.cov(np.asarray(refits), rowvar=False)
+
+
+def _fit_one(model, data, conv, fit_damping, theta_bath, criterion, rel_error, backend, seed):
+    start = _start(model, data, conv.damping)
+    if model == "simulated":  # the analytic fit first: the simulation is centred on it
+        first = likelihood.thermal_model(False, conv.damping)
+        start, _, _, _ = likelihood.maximize(first, data, start)
+    rate_model = _rate_model(model, conv, fit_damping, theta_bath, start, data, criterion, rel_error, backend, seed)
+    values, q, covariance, nll = likelihood.maximize(rate_model, data, start)
+    if rate_model.resample is not None:
+        covariance = covariance + _model_covariance(rate_model, data, values, seed)
+    chi2, dof, p_value = _chi_square(rate_model, data, values, len(rate_model.names))
+    mean = float(np.mean(data.samples)) if data.samples is not None else float(
+        np.sum(data.counts * 0.5 * (data.edges[1:] + data.edges[:-1])) / data.counts.sum())
+
+    def derived(name):
+        def function(qq):
+            v = likelihood.values_of(rate_model, qq, data.top)
+            V0 = v["Ic"] * data.V0_unit
+            gamma = mean / v["Ic"]
+            if name == "Ic":
+                return v["Ic"] * conv.reference
+            if name == "Q":
+                return math.sqrt(V0) / v["damping"]
+            if name == "T_star":
+                return conv.temperature(float(quantum_theory.crossover_temperature(gamma, V0=V0,
+                                                                                   damping=v["damping"])))
+            if model == "quantum":  # T_esc: the thermal model's temperature of the same rate at the mean current
+                log_rate = float(rate_model.log_rate(np.array([gamma]), V0, v)[0])
+                return conv.temperature(_equivalent_theta(log_rate, gamma, V0, v["damping"]))
+            return conv.temperature(v["theta"])
+
+        return _propagated(function, q, covariance)
+
+    out = {name: derived(name) for name in ("Ic", "T_esc", "Q", "T_star")}
+    if "damping" in rate_model.names and not out["Q"][1] < LOOSE * out["Q"][0]:
+        warnings.warn(f"the data hardly constrain the damping: Q = {out['Q'][0]:.3g} +- {out['Q'][1]:.3g}; its error, "
+                      "and the others', rest on a likelihood far from Gaussian in it. Fix the damping "
+                      "(fit_damping=False) at a value measured otherwise, e.g. from the retrapping current",
+                      RuntimeWarning, stacklevel=3)
+    sd = np.sqrt(np.diag(covariance))
+    correlation = covariance / np.outer(sd, sd)
+    grid = np.linspace(*data.window, 200)
+    empirical = (np.searchsorted(np.sort(data.samples), grid, side="right") / (data.events + data.unswitched)
+                 if data.samples is not None else np.interp(grid, data.edges, np.concatenate(
+                     [[0.0], np.cumsum(data.counts)]) / (data.events + data.unswitched)))
+    return dict(out=out, names=rate_model.names, correlation=correlation, nll=nll, chi2=chi2, dof=dof,
+                p_value=p_value, events=data.events, current=grid * conv.reference,
+                model_cdf=likelihood.model_cdf(rate_model, data, values, grid), empirical_cdf=empirical)
+
+
+def _dataset(fits, temps, conv, model, fit_damping) -> xr.Dataset:
+    current_units, temp_units = ("1", "1") if conv.units == "1" else ("A", "K")
+    names = list(fits[0]["names"])
+    long = {"Ic": ("critical current", current_units), "T_esc": ("escape temperature", temp_units),
+            "Q": ("quality factor sqrt(V0) / damping at zero bias", "1"),
+            "T_star": ("crossover temperature T* at the mean switching current", temp_units)}
+    data = {}
+    for key, (text, unit) in long.items():
+        data[key] = ("temperature", [f["out"][key][0] for f in fits], {"long_name": text, "units": unit})
+        data[f"{key}_stderr"] = ("temperature", [f["out"][key][1] for f in fits],
+                                 {"long_name": f"standard error of {key} (inverse Fisher information)", "units": unit})
+    data["correlation"] = (("temperature", "parameter", "parameter_"), [f["correlation"] for f in fits],
+                           {"long_name": "correlation of the fitted parameters"})
+    for key, text in (("log_likelihood", "log-likelihood at the maximum"), ("chi2", "Pearson chi-square"),
+                      ("dof", "degrees of freedom of chi2"), ("p_value", "chi-square p-value"),
+                      ("events", "switching events")):
+        value = [-f["nll"] if key == "log_likelihood" else f[key] for f in fits]
+        data[key] = ("temperature", value, {"long_name": text})
+    data["model_cdf"] = (("temperature", "point"), [f["model_cdf"] for f in fits],
+                         {"long_name": "fitted switching probability (Fulton-Dunkleberger)", "units": "1"})
+    data["empirical_cdf"] = (("temperature", "point"), [f["empirical_cdf"] for f in fits],
+                             {"long_name": "the data's switching probability", "units": "1"})
+    coords = {
+        "parameter": ("parameter", names), "parameter_": ("parameter_", names),
+        "current": (("temperature", "point"), [f["current"] for f in fits],
+                    {"long_name": "bias current of the curves", "units": current_units}),
+    }
+    if temps is not None:
+        coords["temperature"] = ("temperature", temps, {"long_name": "bath temperature", "units": temp_units})
+    ds = xr.Dataset(data, coords=coords)
+    if temps is None:
+        ds = ds.squeeze("temperature", drop=True)
+    fitted = {"thermal": "Ic, theta", "quantum": "Ic", "simulated": "Ic, theta"}[model] + (
+        ", damping" if fit_damping else "")
+    return ds.assign_attrs(
+        model=model, fitted=fitted, method="maximum likelihood of the switching currents (Fulton-Dunkleberger); "
+        "errors from the inverse Hessian of -ln L", units=conv.units)
