@@ -1,6 +1,7 @@
 """Command line: ``gpuensembles <model> ...`` runs an ensemble and writes NetCDF.
 
-There is one subcommand per registered run function (:mod:`gpuensembles.core.registry`).
+There is one subcommand per registered run function (:mod:`gpuensembles.core.registry`),
+and one per registered analysis (``fit``: measured histograms in, a junction out).
 Any parameter option takes several values (``--D 0.004 0.008 0.012``), which become a
 dimension of the output. The output paths are checked before the run; bad input exits
 with status 2 and one line naming the option; a progress bar runs on stderr when it is a
@@ -23,7 +24,7 @@ from . import __version__
 from .core.cache import compile_seconds
 from .core.commands import Seconds
 from .core.progress import shown
-from .core.registry import registered
+from .core.registry import analyses, registered
 from .core.validation import check_memory, gathered
 
 EXAMPLES = """examples (each under a minute on two CPU cores, except the one marked GPU-sized):
@@ -44,6 +45,7 @@ EXAMPLES = """examples (each under a minute on two CPU cores, except the one mar
   gpuensembles ising --L 16 32 64 --beta 0.40 0.42 0.44 0.46 0.48 --sweeps 20000 --thermalization 2000 \\
       --realizations 32 -o ising.nc --plot binder.png
   gpuensembles xorsat --N 64 96 --instances 20 --runs 10 --clones 4096 --p 0.1 -o tts.nc --plot survival.png
+  gpuensembles fit switching.csv --sweep-rate 7.48e-5 --units A --C 88e-15 --R 250 -o fit.nc --plot fit.png
 """
 
 
@@ -95,6 +97,11 @@ def build_parser() -> argparse.ArgumentParser:
     for entry in sorted(registered(), key=lambda e: e.command.name):
         command = entry.command
         p = sub.add_parser(command.name, help=command.help, description=_plain(entry.function.__doc__.split("\n\n")[0]),
+                           epilog=_examples(command.name), formatter_class=argparse.RawDescriptionHelpFormatter)
+        command.add_arguments(p)
+        p.set_defaults(command_spec=command, subparser=p)
+    for command, function in analyses():
+        p = sub.add_parser(command.name, help=command.help, description=_plain(function.__doc__.split("\n\n")[0]),
                            epilog=_examples(command.name), formatter_class=argparse.RawDescriptionHelpFormatter)
         command.add_arguments(p)
         p.set_defaults(command_spec=command, subparser=p)

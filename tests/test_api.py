@@ -46,4 +46,4 @@ def test_dataset_accessors_are_registered(accessor):
 def test_cli_subcommands_are_the_same():
     choices = cli.build_parser()._subparsers._group_actions[0].choices
     assert set(choices) == {"escape-times", "switching-currents", "escape-rates", "retrapping-currents", "mc-solve",
-                            "langevin", "kuramoto", "ising", "xorsat"}
+                            "langevin", "kuramoto", "ising", "xorsat", "fit"}

@@ -13,7 +13,7 @@ import xarray as xr
 
 import gpuensembles as ge
 from gpuensembles import cli
-from gpuensembles.core.registry import autosummary_rst, registered
+from gpuensembles.core.registry import analyses, autosummary_rst, registered
 
 ENTRIES = {entry.name: entry for entry in registered()}
 PROVENANCE = ("gpuensembles_version", "model", "seed", "rng", "backend", "device", "history")
@@ -36,7 +36,7 @@ def test_registered_function_is_public(name):
 def test_cli_has_one_subcommand_per_registered_function():
     parser = cli.build_parser()
     choices = parser._subparsers._group_actions[0].choices
-    assert set(choices) == {e.command.name for e in ENTRIES.values()}
+    assert set(choices) == {e.command.name for e in ENTRIES.values()} | {c.name for c, _ in analyses()}
 
 
 def test_api_docs_list_every_registered_function():

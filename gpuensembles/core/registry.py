@@ -99,6 +99,36 @@ def registered() -> tuple[RunFunction, ...]:
     return tuple(_REGISTRY.values())
 
 
+_ANALYSES: dict[str, tuple[Command, Callable]] = {}
+
+
+def register_analysis(command: Command, function: Callable) -> Command:
+    """Add a subcommand that analyses data rather than running an ensemble (e.g. ``fit``).
+
+    Parameters
+    ----------
+    command : Command
+        The subcommand; its ``run(args)`` returns the Dataset that is written, plotted and summarised.
+    function : callable
+        The public function behind it (its docstring's first paragraph describes the subcommand).
+
+    Returns
+    -------
+    Command
+        ``command``.
+    """
+    names = {entry.command.name for entry in _REGISTRY.values()}
+    if command.name in names:
+        raise ValueError(f"subcommand {command.name!r} is already a run function's")
+    _ANALYSES[command.name] = (command, function)
+    return command
+
+
+def analyses() -> tuple[tuple[Command, Callable], ...]:
+    """Every registered analysis subcommand with its function, in the order of registration."""
+    return tuple(_ANALYSES.values())
+
+
 def autosummary_rst(package: str = "gpuensembles") -> str:
     """An ``autosummary`` block of every registered run function, by family (for the API docs).
 

@@ -11,8 +11,8 @@ registers the ``Dataset.fpt`` accessor; :func:`normalize` converts SI junction p
 switching histograms to rates and to the junction's parameters.
 """
 
-from ...core.registry import Command, RunFunction, register
-from . import analysis, cli, theory  # noqa: F401  (analysis registers the Dataset.fpt accessor)
+from ...core.registry import Command, RunFunction, register, register_analysis
+from . import analysis, cli, fit_cli, theory  # noqa: F401  (analysis registers the Dataset.fpt accessor)
 from .escape import escape_times
 from .fitting import fit_switching
 from .histograms import rates_from_histogram
@@ -52,3 +52,6 @@ register(RunFunction(
     example=lambda: dict(damping=0.3, D=0.003, dgamma=2e-4, h=0.05, gamma_start=0.8, realizations=8, seed=1),
     example_chunks=3,
 ))
+register_analysis(Command("fit", "fit Ic, the escape temperature and the damping to a measured switching histogram "
+                           "(CSV/TSV)", fit_cli.add_arguments, fit_cli.run, fit_cli.summary, fit_cli.plot),
+                   fit_switching)
