@@ -159,7 +159,7 @@ def test_bad_input_names_the_field(kwargs, match):
 def test_simulated_fit_recovers_a_thermal_junction_and_adds_the_simulations_error():
     gamma = draw(thermal, 2000, seed=3)
     kw = dict(sweep_rate=GAMMA_DOT, V0=V0, damping=DAMPING)
-    simulated = ge.josephson.fit_switching(gamma, model="simulated", rel_error=0.2, backend="cpu", seed=1, **kw)
+    simulated = ge.josephson.fit_switching(gamma, model="simulated", rel_error=0.3, backend="cpu", seed=1, **kw)
     analytic = ge.josephson.fit_switching(gamma, **kw)
     for name, truth in (("Ic", 1.0), ("T_esc", THETA)):
         assert abs(float(simulated[name]) - truth) < 4 * float(simulated[f"{name}_stderr"])

@@ -7,8 +7,10 @@ information at the maximum; the goodness of fit is Pearson's chi-square over bin
 fitted probability (or the given bins of counts, merged to at least 5 expected events).
 """
 
+import dataclasses
 import math
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
@@ -113,8 +115,8 @@ def _rows(data, counts, edges, unswitched, units):
     return rows, edges, largest
 
 
-def _start(model, data: likelihood.Histogram, damping):
-    """Starting values: ``Ic`` and ``theta`` from a least-squares fit of ``ln Gamma`` to the inverted histogram."""
+def _inverted(data: likelihood.Histogram):
+    """``(currents, rates)`` of the histogram's Fulton-Dunkleberger inversion (resolved bins only)."""
     if data.samples is not None:
         counts, edges = np.histogram(data.samples, bins=int(np.clip(np.sqrt(data.samples.size), 8, 40)))
     else:
@@ -122,19 +124,28 @@ def _start(model, data: likelihood.Histogram, damping):
     rate, _, _, _, _ = histograms._invert(counts, data.unswitched, edges, data.x_dot)
     x = 0.5 * (edges[1:] + edges[:-1])
     keep = np.isfinite(rate) & (rate > 0)
-    x, rate = x[keep], rate[keep]
-    best = None
-    for c in data.top * (1.0 + np.geomspace(1e-4, 1.0, 60)):
-        gamma = x / c
-        du = likelihood.theory.barrier(gamma, c * data.V0_unit)
-        y = np.log(likelihood.theory.plasma_frequency(gamma, c * data.V0_unit) / (2 * math.pi * rate * c))
-        if x.size < 2 or np.sum(du * y) <= 0:
-            continue
-        theta = float(np.sum(du * du) / np.sum(du * y))
-        residual = float(np.sum((y - du / theta) ** 2))
-        if best is None or residual < best[0]:
-            best = (residual, c, theta)
-    c, theta = (best[1], best[2]) if best else (data.top * 1.05, 1.0)
+    return x[keep], rate[keep]
+
+
+def _arrhenius(x, rate, c, V0_unit):
+    """``(theta, residual)``: least squares of ``ln(omega_p / 2 pi Gamma) = Delta U / theta`` at ``Ic = c``."""
+    gamma = x / c
+    du = likelihood.theory.barrier(gamma, c * V0_unit)
+    y = np.log(likelihood.theory.plasma_frequency(gamma, c * V0_unit) / (2 * math.pi * rate * c))
+    if x.size < 2 or np.sum(du * y) <= 0:
+        return math.nan, math.inf
+    theta = float(np.sum(du * du) / np.sum(du * y))
+    return theta, float(np.sum((y - du / theta) ** 2))
+
+
+def _start(data: likelihood.Histogram, damping, Ic=None):
+    """Starting values: ``Ic`` (unless given) and ``theta`` from the Arrhenius law of the inverted histogram."""
+    x, rate = _inverted(data)
+    candidates = [Ic] if Ic is not None else data.top * (1.0 + np.geomspace(1e-4, 1.0, 60))
+    best = min(((*_arrhenius(x, rate, c, data.V0_unit)[::-1], c) for c in candidates), key=lambda t: t[0])
+    residual, theta, c = best
+    if not math.isfinite(residual):
+        c, theta = (Ic or data.top * 1.05), 1.0
     return {"Ic": c, "theta": theta, "damping": damping}
 
 
@@ -203,8 +214,8 @@ def _propagated(function, q, covariance):
 
 
 def fit_switching(data=None, sweep_rate=None, *, model="thermal", units="1", V0=None, damping=None, C=None, R=None,
-                  temperature=None, counts=None, edges=None, unswitched=0, ramp_start=None, fit_damping=False,
-                  criterion="escape", rel_error=0.05, backend="auto", seed=0) -> xr.Dataset:
+                  temperature=None, counts=None, edges=None, unswitched=0, ramp_start=None, Ic=None,
+                  fit_damping=False, criterion="escape", rel_error=0.05, backend="auto", seed=0) -> xr.Dataset:
     """Fit ``Ic``, the escape temperature and (optionally) the damping to switching histograms.
 
     The likelihood of the switching currents under the Fulton-Dunkleberger law of a linear
@@ -247,6 +258,10 @@ def fit_switching(data=None, sweep_rate=None, *, model="thermal", units="1", V0=
         The current at which each ramp starts (units of the data). By default the ramp is
         taken to start far enough below the data (their range below the smallest current,
         or at 0) that nothing switches before; give it when the ramps start closer.
+    Ic : float, optional
+        A critical current known otherwise (units of the data; e.g. from the low-temperature
+        histograms or the normal-state resistance): held there instead of fitted. One histogram
+        trades ``Ic`` against ``T_esc`` (their correlation is 0.99 and more).
     fit_damping : bool
         Fit the damping too (``"thermal"`` and ``"quantum"``); the histogram constrains it
         only through the prefactor (thermal) or the exponent's ``0.87 / Q`` (quantum), so expect
@@ -296,6 +311,12 @@ def fit_switching(data=None, sweep_rate=None, *, model="thermal", units="1", V0=
         if not 0 <= ramp_start <= lowest:
             raise ValueError(f"ramp_start must be a current in [0, {lowest:.6g}] (no switching before the ramp "
                              f"starts), got {ramp_start!r}")
+    if Ic is not None:
+        Ic = _check_positive("Ic", Ic, "the critical current in the units of the data")
+        if not Ic > largest:
+            raise ValueError(f"Ic must exceed every switching current (the largest is {largest:.6g}), got {Ic!r}")
+        if model == "quantum" and not fit_damping:
+            raise ValueError("model='quantum' with Ic given leaves nothing to fit; add fit_damping=True")
     temps = None if temperature is None else np.atleast_1d(np.asarray(temperature, dtype=float))
     if temps is not None and (temps.size != len(rows) or np.any(~(temps >= 0))):
         raise ValueError(f"temperature must give one value >= 0 per histogram ({len(rows)}), got {temperature!r}")
@@ -311,19 +332,54 @@ def fit_switching(data=None, sweep_rate=None, *, model="thermal", units="1", V0=
                                     edges / scale if edges is not None else None, left, sweep / scale * conv.time,
                                     conv.V0_unit, None if ramp_start is None else ramp_start / scale)
         theta_bath = conv.theta(temp) if np.isfinite(temp) else 0.0
-        fits.append(_fit_one(model, hist, conv, fit_damping, theta_bath, criterion, rel_error, backend, seed))
-    return _dataset(fits, temps, conv, model, fit_damping)
+        options = _Options(model, fit_damping, theta_bath, criterion, rel_error, backend, seed,
+                           None if Ic is None else Ic / scale)
+        fits.append(_fit_one(options, conv, hist))
+    return _dataset(fits, temps, conv, model, fits[0]["names"])
 
 
-def _rate_model(model, conv, fit_damping, theta_bath, start, data, criterion, rel_error, backend, seed):
-    if model == "thermal":
-        return likelihood.thermal_model(fit_damping, conv.damping)
-    if model == "quantum":
-        return likelihood.quantum_model(fit_damping, conv.damping, theta_bath)
-    return simulated_model.simulated(start, data, conv.damping, criterion=criterion, rel_error=rel_error,
-                                     backend=backend, seed=seed)
+@dataclass
+class _Options:
+    """What one histogram's fit is asked to do."""
+
+    model: str
+    fit_damping: bool
+    theta_bath: float
+    criterion: str
+    rel_error: float
+    backend: str
+    seed: int
+    Ic: float | None  # held at this value (reference units), or fitted
 
 
+def _rate_model(o: _Options, conv, start, data, seed, coarse=False):
+    """The rate model of ``o.model``; a simulated one over a table centred on ``start``."""
+    if o.model == "thermal":
+        rate_model = likelihood.thermal_model(o.fit_damping, conv.damping)
+    elif o.model == "quantum":
+        rate_model = likelihood.quantum_model(o.fit_damping, conv.damping, o.theta_bath)
+    else:
+        rate_model = simulated_model.simulated(start, data, conv.damping, criterion=o.criterion,
+                                               rel_error=_scan_rel_error(o.rel_error) if coarse else o.rel_error,
+                                               backend=o.backend, seed=seed, coarse=coarse)
+    return rate_model if o.Ic is None else likelihood.with_fixed(rate_model, Ic=o.Ic)
+
+
+#: Critical currents (above the largest datum, by these fractions of it) from which the simulated fit
+#: scans for its start: a single histogram trades Ic against T_esc, and at moderate damping the thermal
+#: fit's optimum can be far from the simulated one.
+SCAN = (0.03, 0.1, 0.3, 1.0, 2.0)
+
+
+def _scan_rel_error(rel_error):
+    """Relative error of the rates of the scan's small tables: twice the fit's, within [0.05, 0.3]."""
+    return min(max(2.0 * rel_error, 0.05), 0.3)
+
+
+#: Relative difference of critical currents below which two maxima of the scan are the same.
+SAME_MODE = 0.05
+#: Simulated tables re-centred on the maximum when it falls outside the first one.
+RECENTRE = 3
 #: Refits over resampled simulated rate tables, for the part of the error that the simulation adds.
 RESAMPLES = 24
 
@@ -336,15 +392,57 @@ def _model_covariance(rate_model, data, values, seed):
     return np.cov(np.asarray(refits), rowvar=False)
 
 
-def _fit_one(model, data, conv, fit_damping, theta_bath, criterion, rel_error, backend, seed):
-    start = _start(model, data, conv.damping)
-    if model == "simulated":  # the analytic fit first: the simulation is centred on it
-        first = likelihood.thermal_model(False, conv.damping)
-        start, _, _, _ = likelihood.maximize(first, data, start)
-    rate_model = _rate_model(model, conv, fit_damping, theta_bath, start, data, criterion, rel_error, backend, seed)
-    values, q, covariance, nll = likelihood.maximize(rate_model, data, start)
+def _analytic_start(o: _Options, conv, data):
+    """The thermal fit's maximum (at the held ``Ic``, if any): the start of the analytic fits and of the scan."""
+    start = _start(data, conv.damping, o.Ic)
+    thermal = likelihood.thermal_model(False, conv.damping)
+    if o.Ic is not None:
+        thermal = likelihood.with_fixed(thermal, Ic=o.Ic)
+    return likelihood.maximize(thermal, data, start, curvature=False)[0]
+
+
+def _settled(o: _Options, conv, data, start, seed, coarse=False, curvature=True):
+    """``(rate model, start, maximize's tuple)``: the maximum over tables re-centred until it lies inside one."""
+    rate_model = _rate_model(o, conv, start, data, seed, coarse)
+    found = likelihood.maximize(rate_model, data, start, curvature=curvature)
+    for attempt in range(1, RECENTRE + 1 if o.model == "simulated" else 1):
+        if simulated_model.inside(found[0], start):
+            break  # the maximum lies inside the simulated table: no extrapolation
+        start = found[0]  # the table again, centred on the maximum
+        rate_model = _rate_model(o, conv, start, data, seed + 100 * attempt, coarse)
+        found = likelihood.maximize(rate_model, data, start, curvature=curvature)
+    return rate_model, start, found
+
+
+def _simulated_starts(o: _Options, conv, data):
+    """The maxima of small simulated fits from the thermal maximum and from the `SCAN` critical currents, best first.
+
+    Of maxima with critical currents within `SAME_MODE` of a better one only the better is kept.
+    """
+    starts = [_analytic_start(o, conv, data)]
+    if o.Ic is None:
+        for fraction in SCAN:
+            held = dataclasses.replace(o, Ic=data.top * (1.0 + fraction))
+            starts.append(dict(_analytic_start(held, conv, data), Ic=held.Ic))
+    found = sorted((_settled(o, conv, data, start, o.seed + 1000 * (k + 1), coarse=True, curvature=False)[2]
+                    for k, start in enumerate(starts)), key=lambda f: f[3])
+    modes = []
+    for values, *_ in found:
+        if all(abs(values["Ic"] / m["Ic"] - 1.0) > SAME_MODE for m in modes):
+            modes.append(values)
+    return modes
+
+
+def _fit_one(o: _Options, conv, data):
+    if o.model != "simulated":
+        rate_model, start, (values, q, covariance, nll) = _settled(o, conv, data, _start(data, conv.damping, o.Ic),
+                                                                   o.seed)
+    else:  # the best scanned maxima at full precision, the better one kept (the scan's rates are rougher)
+        finals = [_settled(o, conv, data, start, o.seed + k) for k, start in enumerate(_simulated_starts(o, conv,
+                                                                                                         data)[:2])]
+        rate_model, start, (values, q, covariance, nll) = min(finals, key=lambda f: f[2][3])
     if rate_model.resample is not None:
-        covariance = covariance + _model_covariance(rate_model, data, values, seed)
+        covariance = covariance + _model_covariance(rate_model, data, values, o.seed)
     chi2, dof, p_value = _chi_square(rate_model, data, values, len(rate_model.names))
     mean = float(np.mean(data.samples)) if data.samples is not None else float(
         np.sum(data.counts * 0.5 * (data.edges[1:] + data.edges[:-1])) / data.counts.sum())
@@ -361,7 +459,7 @@ def _fit_one(model, data, conv, fit_damping, theta_bath, criterion, rel_error, b
             if name == "T_star":
                 return conv.temperature(float(quantum_theory.crossover_temperature(gamma, V0=V0,
                                                                                    damping=v["damping"])))
-            if model == "quantum":  # T_esc: the thermal model's temperature of the same rate at the mean current
+            if o.model == "quantum":  # T_esc: the thermal model's temperature of the same rate at the mean current
                 log_rate = float(rate_model.log_rate(np.array([gamma]), V0, v)[0])
                 return conv.temperature(_equivalent_theta(log_rate, gamma, V0, v["damping"]))
             return conv.temperature(v["theta"])
@@ -385,7 +483,7 @@ def _fit_one(model, data, conv, fit_damping, theta_bath, criterion, rel_error, b
                 model_cdf=likelihood.model_cdf(rate_model, data, values, grid), empirical_cdf=empirical)
 
 
-def _dataset(fits, temps, conv, model, fit_damping) -> xr.Dataset:
+def _dataset(fits, temps, conv, model, names) -> xr.Dataset:
     current_units, temp_units = ("1", "1") if conv.units == "1" else ("A", "K")
     names = list(fits[0]["names"])
     long = {"Ic": ("critical current", current_units), "T_esc": ("escape temperature", temp_units),
@@ -417,8 +515,7 @@ def _dataset(fits, temps, conv, model, fit_damping) -> xr.Dataset:
     ds = xr.Dataset(data, coords=coords)
     if temps is None:
         ds = ds.squeeze("temperature", drop=True)
-    fitted = {"thermal": "Ic, theta", "quantum": "Ic", "simulated": "Ic, theta"}[model] + (
-        ", damping" if fit_damping else "")
-    return ds.assign_attrs(
-        model=model, fitted=fitted, method="maximum likelihood of the switching currents (Fulton-Dunkleberger); "
-        "errors from the inverse Hessian of -ln L", units=conv.units)
+    held = "; ".join(f"{n} given" for n in ("Ic", "damping") if n not in names)
+    return ds.assign_attrs(model=model, fitted=", ".join(names), held=held, units=conv.units,
+                           method="maximum likelihood of the switching currents (Fulton-Dunkleberger); errors from "
+                                  "the inverse Hessian of -ln L")

@@ -175,6 +175,13 @@ def quantum_model(fit_damping, damping, theta_bath):
     return RateModel(names, log_rate, fixed)
 
 
+def with_fixed(model: RateModel, **values) -> RateModel:
+    """``model`` with the parameters ``values`` held at the values given (no longer fitted)."""
+    names = tuple(n for n in model.names if n not in values)
+    resample = None if model.resample is None else (lambda generator: with_fixed(model.resample(generator), **values))
+    return RateModel(names, model.log_rate, {**model.fixed, **values}, resample)
+
+
 # --------------------------------------------------------------------------- likelihood
 
 

@@ -25,8 +25,18 @@ from . import likelihood
 TABLE_BIASES = 10
 #: Temperatures of the table, relative to the analytic fit's.
 TABLE_THETAS = (0.8, 0.9, 1.0, 1.12, 1.25)
+#: How far beyond its temperatures (and its critical current) a table is extrapolated, as factors.
+REACH = (0.7, 1.4)
+#: The small tables of a scan for the starting point.
+COARSE_BIASES, COARSE_THETAS = 6, (0.8, 1.0, 1.25)
 #: Time step of the simulations, in units of the zero-bias plasma period 1 / sqrt(V0).
 STEP = 0.05
+
+
+def inside(values, start) -> bool:
+    """Whether the fit reads the table centred on ``start`` well inside its temperatures (not extrapolated)."""
+    effective = values["theta"] * start["Ic"] / values["Ic"]  # the temperature at which the table is read
+    return TABLE_THETAS[1] <= effective / start["theta"] <= TABLE_THETAS[-2]
 
 
 def _interpolator(gamma_table, inverse_theta, log_table):
@@ -45,7 +55,7 @@ def _interpolator(gamma_table, inverse_theta, log_table):
     return log_rate
 
 
-def simulated(start, data: likelihood.Histogram, damping, *, criterion, rel_error, backend, seed):
+def simulated(start, data: likelihood.Histogram, damping, *, criterion, rel_error, backend, seed, coarse=False):
     """The rate model over a simulated table centred on ``start`` (``Ic`` and ``theta``).
 
     Parameters
@@ -64,6 +74,8 @@ def simulated(start, data: likelihood.Histogram, damping, *, criterion, rel_erro
         Where the simulations run.
     seed : int
         Their seed.
+    coarse : bool
+        A small table (`COARSE_BIASES` by `COARSE_THETAS`), for a scan of starting points.
 
     Returns
     -------
@@ -77,8 +89,9 @@ def simulated(start, data: likelihood.Histogram, damping, *, criterion, rel_erro
     lo = data.samples.min() if data.samples is not None else data.edges[0]
     hi = data.top
     pad = 0.1 * (hi - lo)
-    gamma = np.linspace(max(lo - pad, 0.0) / c0, min((hi + pad) / c0, 1.0 - 1e-3), TABLE_BIASES)
-    thetas = theta0 * np.asarray(TABLE_THETAS)
+    gamma = np.linspace(max(lo - pad, 0.0) / c0, min((hi + pad) / c0, 1.0 - 1e-3),
+                        COARSE_BIASES if coarse else TABLE_BIASES)
+    thetas = theta0 * np.asarray(COARSE_THETAS if coarse else TABLE_THETAS)
     name = "rate" if criterion == "escape" else "switching_rate"
     ds = escape_rates(gamma=gamma, V0=V0, damping=damping, D=damping * thetas, h=STEP / math.sqrt(V0),
                       integrator="baoab", criterion=criterion, rel_error=rel_error, seed=seed, backend=backend,
@@ -95,8 +108,12 @@ def _model(gamma, thetas, log_table, log_error, c0, damping, rng=None):
     table = log_table if rng is None else log_table + log_error * rng.standard_normal(log_table.shape)
     read = _interpolator(gamma, 1.0 / thetas, table)
 
+    inverse = 1.0 / thetas
+
     def log_rate(g, V0, p):
         s = p["Ic"] / c0  # V0 / V0 of the table
+        if not (REACH[0] <= s <= REACH[1] and REACH[0] * inverse.min() <= s / p["theta"] <= REACH[1] * inverse.max()):
+            return np.full(np.shape(g), np.nan)  # too far from the table to extrapolate: no likelihood there
         return 0.5 * math.log(s) + read(g, s / p["theta"])
 
     return likelihood.RateModel(("Ic", "theta"), log_rate, {"damping": damping},
