@@ -77,12 +77,15 @@ def choice(size, limit):
         physical=physical, h=LI_H, integrator="baoab", method="rates", criterion="voltage", rel_error=s["data_rel"],
         realizations=s["events"], seed=1, backend=s["backend"], progress=False))
     _STATE["data"] = data
+    print(f"  data: {s['events']} switching currents in {seconds:.0f} s", flush=True)
     currents = data.switching_current_A.values
     fits = {}
     fits["thermal"], t_thermal = _timed(lambda: ge.josephson.fit_switching(currents, **_li_fit_kwargs()))
     _, t_compile = _timed(lambda: ge.escape_rates(gamma=[0.3, 0.4], physical=LI2007, h=LI_H, integrator="baoab",
                                                   criterion="voltage", rel_error=0.3, seed=0, dtype="float64",
                                                   backend=s["backend"], progress=False))
+    print(f"  thermal fit {t_thermal:.2f} s: T_esc {float(fits['thermal'].T_esc):.4g} K; compiling call "
+          f"{t_compile:.1f} s", flush=True)
     fits["simulated"], t_sim = _timed(lambda: ge.josephson.fit_switching(
         currents, **_li_fit_kwargs(), model="simulated", criterion="voltage", rel_error=s["fit_rel"], seed=2,
         backend=s["backend"]))

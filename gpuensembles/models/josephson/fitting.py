@@ -424,8 +424,15 @@ def _simulated_starts(o: _Options, conv, data):
         for fraction in SCAN:
             held = dataclasses.replace(o, Ic=data.top * (1.0 + fraction))
             starts.append(dict(_analytic_start(held, conv, data), Ic=held.Ic))
-    found = sorted((_settled(o, conv, data, start, o.seed + 1000 * (k + 1), coarse=True, curvature=False)[2]
-                    for k, start in enumerate(starts)), key=lambda f: f[3])
+    found, failures = [], []
+    for k, start in enumerate(starts):
+        try:
+            found.append(_settled(o, conv, data, start, o.seed + 1000 * (k + 1), coarse=True, curvature=False)[2])
+        except RuntimeError as err:  # a start so far off that its simulation has no rates to give
+            failures.append(f"Ic = {start['Ic'] * conv.reference:.4g}: {err}")
+    if not found:
+        raise RuntimeError("no start of the simulated fit gave a rate table: " + "; ".join(failures))
+    found.sort(key=lambda f: f[3])
     modes = []
     for values, *_ in found:
         if all(abs(values["Ic"] / m["Ic"] - 1.0) > SAME_MODE for m in modes):

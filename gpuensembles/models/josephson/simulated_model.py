@@ -25,6 +25,8 @@ from . import likelihood
 TABLE_BIASES = 10
 #: Temperatures of the table, relative to the analytic fit's.
 TABLE_THETAS = (0.8, 0.9, 1.0, 1.12, 1.25)
+#: Where a simulated rate of 0 is put, relative to the smallest one resolved at its temperature.
+UNRESOLVED = 1e-3
 #: How far beyond its temperatures (and its critical current) a table is extrapolated, as factors.
 REACH = (0.7, 1.4)
 #: The small tables of a scan for the starting point.
@@ -96,11 +98,28 @@ def simulated(start, data: likelihood.Histogram, damping, *, criterion, rel_erro
     ds = escape_rates(gamma=gamma, V0=V0, damping=damping, D=damping * thetas, h=STEP / math.sqrt(V0),
                       integrator="baoab", criterion=criterion, rel_error=rel_error, seed=seed, backend=backend,
                       dtype="float64", progress=False)
-    rate = ds[name].transpose("D", "gamma").values
-    error = ds[f"{name}_stderr"].transpose("D", "gamma").values
-    if not np.all(np.isfinite(rate) & (rate > 0)):
-        raise RuntimeError(f"the simulated rates are not all positive and finite: {rate}")
-    return _model(gamma, thetas, np.log(rate), error / rate, c0, damping)
+    rate = ds[name].transpose("D", "gamma").values.astype(float)
+    error = ds[f"{name}_stderr"].transpose("D", "gamma").values.astype(float)
+    if not np.all(np.isfinite(rate) & (rate >= 0)) or not np.any(rate > 0):
+        raise RuntimeError(f"the simulated rates are not finite and >= 0: {rate}")
+    log_rate, log_error = _floored(rate, error)
+    return _model(gamma, thetas, log_rate, log_error, c0, damping)
+
+
+def _floored(rate, error):
+    """``(ln rate, its error)``, a rate of 0 (nothing switched: below I_r under the voltage criterion) floored.
+
+    A zero becomes `UNRESOLVED` times the smallest positive rate of its temperature (or of the table), with
+    a log error of ``ln(1 / UNRESOLVED)``: the simulation says only that it is below what it resolved.
+    """
+    positive = np.where(rate > 0, rate, np.inf)
+    floor = UNRESOLVED * np.min(positive, axis=1, keepdims=True)
+    floor = np.where(np.isfinite(floor), floor, UNRESOLVED * positive.min())
+    zero = rate <= 0
+    log_rate = np.log(np.where(zero, floor, rate))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_error = np.where(zero, -math.log(UNRESOLVED), error / rate)
+    return log_rate, log_error
 
 
 def _model(gamma, thetas, log_table, log_error, c0, damping, rng=None):
