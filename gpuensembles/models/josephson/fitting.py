@@ -215,7 +215,8 @@ def _propagated(function, q, covariance):
 
 def fit_switching(data=None, sweep_rate=None, *, model="thermal", units="1", V0=None, damping=None, C=None, R=None,
                   temperature=None, counts=None, edges=None, unswitched=0, ramp_start=None, Ic=None,
-                  fit_damping=False, criterion="escape", rel_error=0.05, backend="auto", seed=0) -> xr.Dataset:
+                  fit_damping=False, criterion="escape", rel_error=0.05, h=None, backend="auto",
+                  seed=0) -> xr.Dataset:
     """Fit ``Ic``, the escape temperature and (optionally) the damping to switching histograms.
 
     The likelihood of the switching currents under the Fulton-Dunkleberger law of a linear
@@ -270,6 +271,10 @@ def fit_switching(data=None, sweep_rate=None, *, model="thermal", units="1", V0=
         What ``"simulated"`` counts as a switch (:func:`~gpuensembles.escape_rates`).
     rel_error : float
         Relative error of each simulated rate (``"simulated"``).
+    h : float, optional
+        Time step of the simulation (``"simulated"``; normalized units ``hbar / E_C``). Default
+        ``0.05 / sqrt(V0)``, a twentieth of a plasma period at zero bias; the rates' O(h) error moves
+        ``T_esc`` by a fraction of it (check by fitting again at half the step).
     backend : str
         Backend of the simulation (``"simulated"``).
     seed : int
@@ -303,6 +308,10 @@ def fit_switching(data=None, sweep_rate=None, *, model="thermal", units="1", V0=
         raise ValueError("fit_damping is not offered with model='simulated' (each damping is a new simulation); "
                          "fit with model='thermal' first, or compare fits at fixed dampings")
     V0, damping, C, R = _check_units(units, V0, damping, C, R)
+    if model == "simulated":
+        h = None if h is None else _check_positive("h", h, "the simulation's time step, in hbar / E_C")
+        if not 0.003 <= _check_positive("rel_error", rel_error, "of each simulated rate") <= 0.5:
+            raise ValueError(f"rel_error must lie in [0.003, 0.5], got {rel_error!r}")
     sweep = _check_positive("sweep_rate", sweep_rate, "dI/dt, in A/s with units='A' or I_c per time unit")
     rows, edges, largest = _rows(data, counts, edges, unswitched, units)
     if ramp_start is not None:
@@ -333,7 +342,7 @@ def fit_switching(data=None, sweep_rate=None, *, model="thermal", units="1", V0=
                                     conv.V0_unit, None if ramp_start is None else ramp_start / scale)
         theta_bath = conv.theta(temp) if np.isfinite(temp) else 0.0
         options = _Options(model, fit_damping, theta_bath, criterion, rel_error, backend, seed,
-                           None if Ic is None else Ic / scale)
+                           None if Ic is None else Ic / scale, h)
         fits.append(_fit_one(options, conv, hist))
     return _dataset(fits, temps, conv, model, fits[0]["names"])
 
@@ -350,6 +359,7 @@ class _Options:
     backend: str
     seed: int
     Ic: float | None  # held at this value (reference units), or fitted
+    h: float | None  # time step of a simulated model
 
 
 def _rate_model(o: _Options, conv, start, data, seed, coarse=False):
@@ -361,7 +371,7 @@ def _rate_model(o: _Options, conv, start, data, seed, coarse=False):
     else:
         rate_model = simulated_model.simulated(start, data, conv.damping, criterion=o.criterion,
                                                rel_error=_scan_rel_error(o.rel_error) if coarse else o.rel_error,
-                                               backend=o.backend, seed=seed, coarse=coarse)
+                                               backend=o.backend, seed=seed, coarse=coarse, h=o.h)
     return rate_model if o.Ic is None else likelihood.with_fixed(rate_model, Ic=o.Ic)
 
 
@@ -417,7 +427,8 @@ def _settled(o: _Options, conv, data, start, seed, coarse=False, curvature=True)
 def _simulated_starts(o: _Options, conv, data):
     """The maxima of small simulated fits from the thermal maximum and from the `SCAN` critical currents, best first.
 
-    Of maxima with critical currents within `SAME_MODE` of a better one only the better is kept.
+    Of maxima with critical currents within `SAME_MODE` of a better one and temperatures within four
+    times that, only the better is kept.
     """
     starts = [_analytic_start(o, conv, data)]
     if o.Ic is None:
@@ -435,7 +446,8 @@ def _simulated_starts(o: _Options, conv, data):
     found.sort(key=lambda f: f[3])
     modes = []
     for values, *_ in found:
-        if all(abs(values["Ic"] / m["Ic"] - 1.0) > SAME_MODE for m in modes):
+        if all(abs(values["Ic"] / m["Ic"] - 1.0) > SAME_MODE or abs(values["theta"] / m["theta"] - 1.0) > 4 * SAME_MODE
+               for m in modes):
             modes.append(values)
     return modes
 

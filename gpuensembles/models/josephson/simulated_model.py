@@ -57,7 +57,8 @@ def _interpolator(gamma_table, inverse_theta, log_table):
     return log_rate
 
 
-def simulated(start, data: likelihood.Histogram, damping, *, criterion, rel_error, backend, seed, coarse=False):
+def simulated(start, data: likelihood.Histogram, damping, *, criterion, rel_error, backend, seed, coarse=False,
+              h=None):
     """The rate model over a simulated table centred on ``start`` (``Ic`` and ``theta``).
 
     Parameters
@@ -78,6 +79,8 @@ def simulated(start, data: likelihood.Histogram, damping, *, criterion, rel_erro
         Their seed.
     coarse : bool
         A small table (`COARSE_BIASES` by `COARSE_THETAS`), for a scan of starting points.
+    h : float, optional
+        Time step of the simulations (normalized); default `STEP` over ``sqrt(V0)``.
 
     Returns
     -------
@@ -95,7 +98,8 @@ def simulated(start, data: likelihood.Histogram, damping, *, criterion, rel_erro
                         COARSE_BIASES if coarse else TABLE_BIASES)
     thetas = theta0 * np.asarray(COARSE_THETAS if coarse else TABLE_THETAS)
     name = "rate" if criterion == "escape" else "switching_rate"
-    ds = escape_rates(gamma=gamma, V0=V0, damping=damping, D=damping * thetas, h=STEP / math.sqrt(V0),
+    step = STEP / math.sqrt(V0) if h is None else h
+    ds = escape_rates(gamma=gamma, V0=V0, damping=damping, D=damping * thetas, h=step,
                       integrator="baoab", criterion=criterion, rel_error=rel_error, seed=seed, backend=backend,
                       dtype="float64", progress=False)
     rate = ds[name].transpose("D", "gamma").values.astype(float)
