@@ -144,6 +144,8 @@ def recovery(size, limit, workers=1):
                 results.append(r)
                 print(f"  set {len(results)}: Ic {r[0]:.5g} +- {r[1]:.2g}, T_esc {r[2]:.4g} +- {r[3]:.2g} "
                       f"({r[4]:.0f} s)", flush=True)
+    if not results:
+        return "recovery: no data set started before --limit", {"sets": []}
     r = np.asarray(results)
     rows, records = [], {"sets": results}
     for name, i, truth in (("Ic (A)", 0, LI2007["Ic"]), ("T_esc (K)", 2, LI2007["T"])):
