@@ -35,7 +35,7 @@ from .bench_switching import LI2007
 SECTIONS = ("analytic", "choice", "recovery")
 SWEEP = 200.0  # Ic per second
 SIZES = {
-    "gpu": dict(events=10_000, data_rel=0.01, fit_rel=0.03, set_events=5_000, curve_rel=0.02, backend="cuda"),
+    "gpu": dict(events=10_000, data_rel=0.01, fit_rel=0.05, set_events=5_000, curve_rel=0.02, backend="cuda"),
     "quick": dict(events=1_000, data_rel=0.3, fit_rel=0.3, set_events=500, curve_rel=0.3, backend="cpu"),
 }
 _STATE = {}

@@ -165,3 +165,19 @@ def test_simulated_fit_recovers_a_thermal_junction_and_adds_the_simulations_erro
         assert abs(float(simulated[name]) - truth) < 4 * float(simulated[f"{name}_stderr"])
         assert float(simulated[f"{name}_stderr"]) > float(analytic[f"{name}_stderr"])  # the rate table's share
     assert simulated.attrs["model"] == "simulated" and float(simulated.p_value) > 1e-3
+
+
+def test_simulated_table_interpolates_the_rate_between_its_temperatures_and_biases():
+    from gpuensembles.models.josephson import simulated_model
+
+    gamma = np.linspace(0.75, 0.9, simulated_model.TABLE_BIASES)
+    thetas = THETA * np.asarray(simulated_model.TABLE_THETAS)
+    table = np.stack([likelihood.thermal_log_rate(gamma, V0=V0, damping=DAMPING, theta=t) for t in thetas])
+    read = simulated_model._interpolator(gamma, 1.0 / thetas, table)
+    x = np.linspace(0.76, 0.89, 50)
+    for theta in (0.85 * THETA, 1.05 * THETA, 1.2 * THETA):
+        exact = likelihood.thermal_log_rate(x, V0=V0, damping=DAMPING, theta=theta)
+        np.testing.assert_allclose(read(x, 1.0 / theta), exact, atol=2e-3)  # 0.2% in the rate
+    beyond = read(np.array([0.70, 0.95]), 1.0 / THETA)  # linear beyond the biases, no polynomial excursion
+    exact = likelihood.thermal_log_rate(np.array([0.70, 0.95]), V0=V0, damping=DAMPING, theta=THETA)
+    assert np.all(np.abs(beyond - exact) < 1.0)  # a third of the table's range beyond it: within a factor e

@@ -10,7 +10,7 @@ so a critical current ``c`` reads the table at ``theta c0 / c`` and multiplies b
 fixed: a relative error of order ``(c - c0) / (2 c0)`` in ``Q``, far below a percent after the
 analytic fit.
 
-``ln Gamma`` is interpolated linearly in the bias and in ``1 / theta`` (Arrhenius), and
+``ln Gamma`` is interpolated by cubic splines in the bias and in ``1 / theta`` (Arrhenius), and
 extrapolated linearly beyond the table. The table's own statistical errors enter the fit's
 error by resampling: :attr:`RateModel.resample` draws a table within its standard errors.
 """
@@ -22,7 +22,7 @@ import numpy as np
 from . import likelihood
 
 #: Biases of the table, across the histogram (and a tenth of its range beyond each end).
-TABLE_BIASES = 10
+TABLE_BIASES = 16
 #: Temperatures of the table, relative to the analytic fit's.
 TABLE_THETAS = (0.8, 0.9, 1.0, 1.12, 1.25)
 #: Where a simulated rate of 0 is put, relative to the smallest one resolved at its temperature.
@@ -41,18 +41,37 @@ def inside(values, start) -> bool:
     return TABLE_THETAS[1] <= effective / start["theta"] <= TABLE_THETAS[-2]
 
 
-def _interpolator(gamma_table, inverse_theta, log_table):
-    """``log_rate(gamma, inverse_theta)``: bilinear, linear extrapolation beyond the table."""
+def _spline(grid, values):
+    """``f(x)``: the cubic spline of ``values`` (along their last axis) over ``grid``, linear beyond its ends.
 
-    def along(x, grid, values):  # values: (..., len(grid)) -> at x, extrapolating linearly
-        i = np.clip(np.searchsorted(grid, x) - 1, 0, grid.size - 2)
-        t = (x - grid[i]) / (grid[i + 1] - grid[i])
-        return values[..., i] * (1 - t) + values[..., i + 1] * t
+    Linear interpolation of ``ln Gamma`` between 10 biases put the critical current of the Li
+    junction 0.06% low (2.5 standard errors of a 5,000-event fit); a cubic spline of 16, 0.002%.
+    """
+    from scipy.interpolate import CubicSpline
+
+    spline = CubicSpline(grid, values, axis=-1)
+    ends = np.array([grid[0], grid[-1]])
+    at_ends, slopes = spline(ends), spline(ends, 1)
+
+    def f(x):
+        x = np.asarray(x, dtype=float)
+        first, last = ((..., 0), (..., 1)) if x.ndim == 0 else ((..., slice(0, 1)), (..., slice(1, 2)))
+        inner = spline(np.clip(x, grid[0], grid[-1]))
+        below = at_ends[first] + slopes[first] * (x - grid[0])
+        above = at_ends[last] + slopes[last] * (x - grid[-1])
+        return np.where(x < grid[0], below, np.where(x > grid[-1], above, inner))
+
+    return f
+
+
+def _interpolator(gamma_table, inverse_theta, log_table):
+    """``log_rate(gamma, inverse_theta)``: cubic splines in the bias, then in ``1 / theta``; linear beyond the table."""
+    order = np.argsort(inverse_theta)
+    inverse, rows = inverse_theta[order], _spline(gamma_table, log_table[order])
 
     def log_rate(gamma, inv):
-        per_theta = along(np.asarray(gamma, dtype=float), gamma_table, log_table)  # (thetas, len(gamma))
-        order = np.argsort(inverse_theta)
-        return along(np.array([inv]), inverse_theta[order], per_theta[order].T)[..., 0]
+        per_theta = rows(gamma)  # (thetas, len(gamma))
+        return _spline(inverse, per_theta.T)(inv)
 
     return log_rate
 
