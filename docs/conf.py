@@ -46,8 +46,8 @@ sphinx_gallery_conf = {
     "examples_dirs": "../examples",
     "gallery_dirs": "gallery",
     # every example, executed at its CPU size
-    "filename_pattern": r"/(arrhenius|switching_li2007|switching_rates_li2007|phase_diffusion|mcls_laplacian"
-                        r"|langevin_fig2|kuramoto_fig4|ising_thesis|xorsat_tts)\.py$",
+    "filename_pattern": r"/(arrhenius|switching_li2007|switching_rates_li2007|phase_diffusion|switching_fit"
+                        r"|mcls_laplacian|langevin_fig2|kuramoto_fig4|ising_thesis|xorsat_tts)\.py$",
     "reset_argv": OutputArgv(),
     "download_all_examples": False,
     "remove_config_comments": True,

@@ -56,7 +56,7 @@ def measured(T, stream):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    parser = argparse.ArgumentParser(description="From measured switching histograms to the junction")
     parser.add_argument("--output", default="switching_fit")
     args = parser.parse_args(argv)
     data = np.array([measured(T, k) for k, T in enumerate(TEMPERATURES)])
