@@ -15,6 +15,7 @@ from .fitting import MODELS, UNITS, fit_switching
 
 
 def add_arguments(parser):
+    """The options of ``gpuensembles fit``."""
     parser.add_argument("data", help="CSV/TSV file: switching currents (one per line), or with --counts, lines of "
                                      "'lower, upper, count'; an optional last column is the bath temperature")
     parser.add_argument("--counts", action="store_true", help="the file holds bins with counts, not currents")

@@ -113,6 +113,7 @@ class Histogram:
     window: tuple = field(init=False)
 
     def __post_init__(self):
+        """The current window of the likelihood: from ``start`` (or below the data) to the largest datum."""
         lo, hi = (self.samples.min(), self.samples.max()) if self.samples is not None else self.edges[[0, -1]]
         low = max(float(lo) - (float(hi) - float(lo)), 0.0) if self.start is None else self.start
         self.window = (low, float(hi))
@@ -156,6 +157,7 @@ def thermal_model(fit_damping, damping):
     names = ("Ic", "theta", "damping") if fit_damping else ("Ic", "theta")
 
     def log_rate(gamma, V0, p):
+        """``ln Gamma`` at the biases ``gamma`` for barrier scale ``V0`` and the parameters ``p``."""
         return thermal_log_rate(gamma, V0=V0, damping=p["damping"], theta=p["theta"])
 
     return RateModel(names, log_rate, {} if fit_damping else {"damping": damping})
@@ -166,6 +168,7 @@ def quantum_model(fit_damping, damping, theta_bath):
     names = ("Ic", "damping") if fit_damping else ("Ic",)
 
     def log_rate(gamma, V0, p):
+        """``ln(Gamma_q + Gamma_thermal)`` at the biases ``gamma``."""
         log_q = np.log(quantum_theory.mqt_rate(gamma, V0=V0, damping=p["damping"]))
         if theta_bath <= 0:
             return log_q
@@ -213,7 +216,8 @@ def negative_log_likelihood(model: RateModel, data: Histogram, values) -> float:
     curve, gamma_dot, start = curve_of(model, data, values)
     c, end = values["Ic"], float(curve.gamma[-1])
 
-    def exponent_at(gamma):  # (1 / gamma_dot) int_start^gamma Gamma
+    def exponent_at(gamma):
+        """``(1 / gamma_dot) int_start^gamma Gamma``."""
         return fd.integrated_rate(gamma, curve, gamma_start=start, gamma_end=end, jacobian=False)[0] / gamma_dot
 
     if data.samples is not None:
@@ -239,6 +243,7 @@ def maximize(model: RateModel, data: Histogram, start, curvature=True) -> tuple:
     from scipy import optimize
 
     def objective(q):
+        """``-ln L`` at the fit coordinates ``q`` (infinite where the model has no rate)."""
         try:
             return negative_log_likelihood(model, data, values_of(model, q, data.top))
         except (ValueError, FloatingPointError, OverflowError):

@@ -138,6 +138,7 @@ def wkb_exponent(gamma, V0):
         span = hi - lo
 
         def integrand(s):
+            """``sqrt(2 excess)`` at ``x(s)`` times ``dx / ds``."""
             x = lo + span * s * s if at_lo else hi - span * s * s
             return np.sqrt(np.maximum(2.0 * excess(x), 0.0)) * 2.0 * span * s
 
