@@ -117,7 +117,7 @@ def _one_set(k, curve, gamma_dot, ends, s):
     return float(fit.Ic), float(fit.Ic_stderr), float(fit.T_esc), float(fit.T_esc_stderr), seconds
 
 
-def recovery(size, limit, workers=1):
+def recovery(size, limit, workers=1, first=1):
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from multiprocessing import get_context
 
@@ -129,7 +129,7 @@ def recovery(size, limit, workers=1):
     curve = fd.make_curve(data.rate_gamma.values, data.switching_rate.values, data.switching_rate_stderr.values)
     gamma_dot = float(data.attrs["dgamma"] if "dgamma" in data.attrs else data.dgamma) / float(data.attrs["h"])
     ends = dict(gamma_start=float(data.attrs["gamma_start"]), gamma_end=float(data.attrs["gamma_end"]))
-    deadline, results, k = _START + limit, [], 0  # the limit counts from the program's start
+    deadline, results, k = _START + limit, [], first - 1  # the limit counts from the program's start
     with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
         running = set()
         while True:
@@ -165,12 +165,16 @@ def main(argv=None):
     parser.add_argument("--limit", type=float, default=240.0,
                         help="seconds from the start after which recovery starts no more data sets")
     parser.add_argument("--workers", type=int, default=1, help="processes fitting recovery sets at once")
+    parser.add_argument("--first", type=int, default=1,
+                        help="number of the first recovery set (its seeds): a later call adds new sets")
     parser.add_argument("--quick", action="store_true", help="tiny sizes on the CPU")
     args = parser.parse_args(argv)
     size = "quick" if args.quick else "gpu"
 
     def section(name):
-        return recovery(size, args.limit, args.workers) if name == "recovery" else globals()[name](size, args.limit)
+        if name == "recovery":
+            return recovery(size, args.limit, args.workers, args.first)
+        return globals()[name](size, args.limit)
 
     run_sections(args.only.split(","), section, args.json)
     return 0
