@@ -55,6 +55,14 @@ def _kind(model, integrator, dtype, what="first passage") -> str:
     return f"josephson {what}, {model}, {integrator}, {dtype}"
 
 
+def _count(n) -> float:
+    """``n`` as a float, infinite past the float range (a hostile count: the run's own checks refuse it)."""
+    try:
+        return float(n)
+    except OverflowError:
+        return math.inf
+
+
 def _quiet(function):
     """Run a work function with theory's overflows and range warnings silenced.
 
@@ -135,7 +143,7 @@ def escape_work(table, realizations, max_steps, model, integrator, dtype) -> Wor
     steps, longest, span = 0.0, 0.0, 0.0
     tail = math.log(realizations) + 0.5772  # the slowest of n exponential times, in means
     for mean, h in zip(_mean_times(model, table[:, :4]), table[:, 4]):  # inf outside theory: the budget bounds it
-        steps += min(mean / h, max_steps) * realizations
+        steps += min(mean / h, max_steps) * _count(realizations)
         longest = max(longest, min(mean, max_steps * h))
         span = max(span, min(tail * mean / h, max_steps))
     source = "the exact overdamped MFPT" if model == "overdamped" else "the Mel'nikov-Meshkov rate"
@@ -177,7 +185,7 @@ def ramp_work(table, names, realizations, model, integrator, dtype, voltage) -> 
             mean = theory.fulton_dunkleberger_mean(gamma_dot=dgamma / h, rate=rate, gamma_start=start, points=100)
         except (ValueError, ArithmeticError):
             mean = math.inf
-        steps += min((mean - start) / dgamma, limit) * realizations
+        steps += min((mean - start) / dgamma, limit) * _count(realizations)
         span = max(span, min((mean - start) / dgamma, limit))
         highest = max(highest, min(mean, start + limit * dgamma))
     what = "switching, voltage" if voltage else "switching"
@@ -217,7 +225,7 @@ def retrapping_work(table, names, realizations, integrator, dtype) -> Work:
         except (ValueError, ArithmeticError):
             retrap = -math.inf  # outside theory's range: the ramp's limit bounds it
         ramp = min(max(start - retrap, 0.0) / dgamma, limit)
-        steps, span = steps + ramp * realizations, max(span, ramp)
+        steps, span = steps + ramp * _count(realizations), max(span, ramp)
     return Work(steps, "steps", _kind("underdamped", integrator, dtype, "retrapping"),
                 "the ramp from gamma_start down to the noise-free retrapping current",
                 CPU_STEPS_PER_THREAD, GPU_STEPS / RETRAPPING_SLOWDOWN, "a faster sweep, fewer realizations or a GPU",
@@ -273,7 +281,7 @@ def rates_work(table, methods, rel_error, model, integrator, dtype, *, direct_re
     direct = methods == "direct"
     span, tail = 0.0, math.log(direct_realizations) + 0.5772  # the slowest of n exponential times, in means
     for mean, h_row in zip(np.minimum(_mean_times(model, table[direct, :4]), 1e300), h[direct]):
-        steps += direct_realizations * mean / h_row
+        steps += _count(direct_realizations) * mean / h_row
         span = max(span, tail * mean / h_row)
     if (~direct).any():
         stages, trials = ffs_trials(table[~direct])
