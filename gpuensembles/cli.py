@@ -13,6 +13,7 @@ that cannot be written where asked is saved to a fallback file (exit status 1).
 
 import argparse
 import contextlib
+import importlib.util
 import re
 import sys
 import time
@@ -177,6 +178,9 @@ def _check_paths(args):
     check_output(args.output, "-o/--output", overwrite=args.overwrite)
     if args.plot_path:
         check_output(args.plot_path, "--plot", overwrite=args.overwrite)
+        if importlib.util.find_spec("matplotlib") is None:  # found after the run, it would lose the drawing
+            raise ValueError("--plot needs matplotlib, which is not installed: pip install 'gpuensembles[plot]' "
+                             "(or leave out --plot)")
     if getattr(args, "store", None):
         check_writable(args.store, "--store")
 

@@ -60,6 +60,15 @@ def test_plot_and_store_paths_are_checked_before_the_run(tmp_path, capsys, no_ru
     assert "--store" in err and "is a file, not a directory" in err
 
 
+def test_plot_without_matplotlib_is_refused_before_the_run(tmp_path, capsys, no_run, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    err = usage_error(ESCAPE + ["-o", str(tmp_path / "x.nc"), "--plot", str(tmp_path / "x.png")], capsys)
+    assert "--plot needs matplotlib" in err and "gpuensembles[plot]" in err
+
+
 def test_a_write_that_fails_after_the_run_saves_the_result_elsewhere(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     target = tmp_path / "out.nc"
