@@ -38,9 +38,8 @@ EVENTS = 2000
 
 def units():
     """``V0``, ``damping``, ``E_C`` and the time unit of the junction (normalized units)."""
-    E_C = (2 * junction.ELEMENTARY_CHARGE) ** 2 / C
-    t0 = junction.HBAR / E_C
-    return IC * junction.HBAR / (2 * junction.ELEMENTARY_CHARGE) / E_C, t0 / (R * C), E_C, t0
+    n = ge.josephson.normalize(R=R, C=C, Ic=IC, T=1.0)
+    return tuple(float(n[k]) for k in ("V0", "damping", "E_C", "time_unit"))
 
 
 def measured(T, stream):

@@ -83,13 +83,10 @@ def _grouped(table, counts):
     temps = np.unique(table[:, width]) if table.shape[1] == width + 1 else None
     groups = [table] if temps is None else [table[table[:, width] == t] for t in temps]
     if not counts:
-        size = max(len(g) for g in groups)
-        data = np.full((len(groups), size), np.nan)
-        for i, g in enumerate(groups):
-            data[i, :len(g)] = g[:, 0]  # rows padded with NaN would count as unswitched ramps: refused below
-        if any(len(g) != size for g in groups):
+        if len({len(g) for g in groups}) > 1:  # NaN padding would read as ramps that never switched
             raise ValueError("data: every temperature must have the same number of switching currents in this file "
                              "format (use --counts for histograms of different sizes)")
+        data = np.stack([g[:, 0] for g in groups])
         return {"data": data if temps is not None else data[0]}, temps
     edges = np.concatenate([groups[0][:, 0], groups[0][-1:, 1]])
     for g in groups:

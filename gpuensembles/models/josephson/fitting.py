@@ -17,7 +17,7 @@ import xarray as xr
 
 from ...core.validation import check_choice, check_flag
 from . import histograms, likelihood, quantum_theory, simulated_model
-from .junction import BOLTZMANN, ELEMENTARY_CHARGE, HBAR
+from .junction import BOLTZMANN, normalize
 
 MODELS = ("thermal", "quantum", "simulated")
 UNITS = ("1", "A")
@@ -37,11 +37,9 @@ class _Units:
         if units == "1":
             self.E_C, self.time = None, 1.0
             self.V0_unit, self.damping = float(V0), float(damping)
-        else:
-            self.E_C = (2.0 * ELEMENTARY_CHARGE) ** 2 / C
-            self.time = HBAR / self.E_C
-            self.V0_unit = HBAR * reference / (2.0 * ELEMENTARY_CHARGE) / self.E_C
-            self.damping = self.time / (R * C)
+        else:  # the junction of critical current `reference` (V0 scales with it); its T does not matter
+            si = {k: float(v) for k, v in normalize(R=R, C=C, Ic=reference, T=1.0).items()}
+            self.E_C, self.time, self.V0_unit, self.damping = si["E_C"], si["time_unit"], si["V0"], si["damping"]
 
     def theta(self, temperature):
         """Normalized temperature of the caller's (kelvin, or already normalized)."""
