@@ -30,7 +30,16 @@ from . import backend as _backend
 from .io import REALIZATION, REALIZATION_ATTRS
 from .progress import bar as _progress_bar
 from .progress import shown, starting
-from .runs import Output, Units, _active_client, _memory_limit, _split, run_items, run_realizations  # noqa: F401
+from .runs import (  # noqa: F401
+    Output,
+    Units,
+    _active_client,
+    _memory_limit,
+    _split,
+    run_items,
+    run_realizations,
+    worker_count,
+)
 from .templates.first_passage import first_passage_runner
 from .validation import (  # noqa: F401  (the run functions' checks, reached as engine.check_count etc.)
     MAX_STEPS,
@@ -245,8 +254,7 @@ def execute(plan: Plan, chunks=None, progress="auto", store=None, bytes_per_valu
     client = _active_client()
     lazy = chunks is not None or client is not None
     if chunks is None and client is not None:
-        workers = max(1, len(client.scheduler_info().get("workers", {})))
-        chunks = {REALIZATION: -(-plan.realizations // (4 * workers))}
+        chunks = {REALIZATION: -(-plan.realizations // (4 * worker_count(client)))}
     if chunks is None and store is not None:
         chunks = {REALIZATION: -(-plan.realizations // STORE_CHUNKS)}
     dask_chunks = normalize_chunks(plan, chunks) if chunks is not None else None

@@ -36,6 +36,14 @@ def _active_client():
         return None
 
 
+def worker_count(client=None) -> int:
+    """Workers of ``client`` (default: the active ``distributed.Client``); 1 without one."""
+    client = client if client is not None else _active_client()
+    if client is None:
+        return 1
+    return max(1, len(client.scheduler_info().get("workers", {})))
+
+
 def _memory_limit(client) -> int:
     """Bytes one task may use: the smallest worker's memory limit on a cluster, else what is free here."""
     if client is not None:
@@ -125,8 +133,7 @@ def run_items(block: Callable, n_items: int, width: int, *, chunks=None, pieces:
 def _chunk_size(chunks, n, client):
     """``chunks`` as given, or four tasks per worker of an active ``distributed.Client``."""
     if chunks is None and client is not None:
-        workers = max(1, len(client.scheduler_info().get("workers", {})))
-        chunks = -(-n // (4 * workers))
+        chunks = -(-n // (4 * worker_count(client)))
     return chunks
 
 

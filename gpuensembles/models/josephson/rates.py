@@ -55,6 +55,8 @@ _VARIABLES = ("rate", "rate_stderr", "steps", "interfaces", "replicas", "run_pro
 #: sampling's stages stay below ``ffs.MAX_STAGES``), and most stages of such a chain: a point
 #: whose probability lies below about ``P_TARGET ** RUN_MAX_STAGES`` (1e-21) is left unresolved.
 RUN_FIRST_STAGE, RUN_MAX_STAGES = 512, 40
+#: Points per worker up to which an active client gets one task per point (:func:`_points_per_task`).
+POINTS_PER_WORKER = 256
 #: Replicas of a run-probability chain (pools of escaped states).
 RUN_REPLICAS = 16
 #: The time unit of every rate (``units: "1"`` beside it).
@@ -409,7 +411,9 @@ def _lazy(plan, grid, chunks, settings):
     """One dask task per block of points (the rates of a point do not depend on the blocks)."""
     da = engine.dask_array()
     sizes = dict(zip(plan.sweep_dims, grid))
-    if not isinstance(chunks, dict):
+    if chunks is None:  # an active client: spread the points over its workers
+        chunks = _points_per_task(sizes, engine.worker_count())
+    elif not isinstance(chunks, dict):
         chunks = {d: engine.check_count("chunks", chunks) for d in plan.sweep_dims}
     unknown = set(chunks) - set(sizes)
     if unknown:
@@ -420,6 +424,19 @@ def _lazy(plan, grid, chunks, settings):
     starting()
     return da.map_blocks(_block, index, plan, settings, new_axis=index.ndim, dtype=np.float64,
                          chunks=blocks + ((len(_VARIABLES),),))
+
+
+def _points_per_task(sizes: dict, workers: int) -> dict:
+    """Chunks for an active client: one point per task, unless there are over `POINTS_PER_WORKER` per worker.
+
+    Points differ in cost by orders of magnitude (a barrier of 2 theta against one of 40), so
+    small tasks balance the workers best; a point costs far more than a dask task.
+    """
+    if not sizes:
+        return {}
+    *outer, last = sizes
+    per_task = max(1, math.prod(sizes.values()) // (POINTS_PER_WORKER * workers))
+    return {**{d: 1 for d in outer}, last: min(per_task, sizes[last])}
 
 
 def _block(index, plan, settings):
