@@ -12,6 +12,7 @@ functions and a template wraps them once as a ``@cuda.jit`` kernel and once as a
 """
 
 import contextlib
+import copy
 import functools
 import os
 import re
@@ -106,8 +107,84 @@ def cuda_module():
 
         _filter_occupancy_hint()
         _load_cuda_array_math_without_blas_probe()
+        if simulating_cuda():
+            _simulated_launches_one_at_a_time(numba_cuda)
+        else:
+            _one_module_load_at_a_time()
         cuda = numba_cuda
     return cuda
+
+
+#: Held while a kernel's module is loaded into a context (real GPU), or while a simulated kernel runs.
+_LOAD_LOCK = threading.RLock()
+
+
+def _one_module_load_at_a_time():
+    """Make the first launch of a kernel in a process safe from any number of threads at once.
+
+    numba-cuda (0.30) loads a compiled kernel's module into the context at its first launch
+    (``CUDACodeLibrary.get_cufunc``) without a lock: two threads that launch the same kernel
+    for the first time (two chunks of a dask-cuda worker with two threads) both load it, and
+    the second fails with ``AssertionError: key already in dictionary: <CUlibrary ...>``. A
+    loaded kernel is looked up without the lock; a load takes it and looks again. Compilation
+    is already serialised by numba's compiler lock; the on-disk cache across processes by
+    :mod:`gpuensembles.core.compile_lock`.
+    """
+    try:
+        from numba.cuda.codegen import CUDACodeLibrary
+        from numba.cuda.cudadrv import devices
+    except ImportError:  # pragma: no cover (a numba-cuda laid out differently)
+        return
+    load = CUDACodeLibrary.get_cufunc
+    if getattr(load, "one_at_a_time", False):
+        return
+
+    @functools.wraps(load)
+    def get_cufunc(self):
+        loaded = getattr(self, "_cufunc_cache", {}).get(devices.get_context().device.id)
+        if loaded:
+            return loaded
+        with _LOAD_LOCK:
+            return load(self)
+
+    get_cufunc.one_at_a_time = True
+    CUDACodeLibrary.get_cufunc = get_cufunc
+
+
+def _simulated_launches_one_at_a_time(numba_cuda):
+    """Let threads launch simulated kernels at once: the CUDA simulator runs them one at a time.
+
+    The simulator swaps every global bound to ``numba.cuda`` in a kernel's module for a fake
+    module that holds the launch's grid while the kernel runs, and a launch configures the
+    kernel object itself (``kernel[grid, block]``). Two threads launching kernels of one
+    module at once would see each other's grid, and host code beside the kernel (the
+    templates' ``cuda.device_array``) would find the fake module. Here a launch configures a
+    copy of the kernel, simulated launches take :data:`_LOAD_LOCK` in turn, and the fake
+    module passes what it lacks to the real one.
+    """
+    from numba.cuda.simulator import kernel as simulated
+    from numba.cuda.simulator import kernelapi
+
+    kernel_class = simulated.FakeCUDAKernel
+    if getattr(kernel_class, "one_at_a_time", False):
+        return
+    call, configure = kernel_class.__call__, kernel_class.__getitem__
+
+    def __call__(self, *args):
+        if self._device:  # a device function, called from the kernel that holds the lock
+            return call(self, *args)
+        with _LOAD_LOCK:
+            return call(self, *args)
+
+    def __getitem__(self, configuration):
+        return configure(copy.copy(self), configuration)
+
+    def __getattr__(self, name):
+        return getattr(numba_cuda, name)
+
+    kernel_class.__call__, kernel_class.__getitem__ = __call__, __getitem__
+    kernel_class.one_at_a_time = True
+    kernelapi.FakeCUDAModule.__getattr__ = __getattr__
 
 
 def bind_cuda(namespace: dict):
