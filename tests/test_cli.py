@@ -127,7 +127,7 @@ def test_cli_switching_rates_method(tmp_path, capsys, monkeypatch):
     from gpuensembles.models.josephson import theory
 
     def formula(*, V0, damping, D, h, model, integrator, rel_error, criterion, running_wells, seed, dtype, backend,
-                progress):
+                progress, store):
         rate = theory.rate_formula(model, V0, damping, D / damping)
         return lambda g: (rate(g), 0.03 * rate(g), np.full(len(g), 1000, np.int64))
 

@@ -39,6 +39,16 @@ def test_cli_has_one_subcommand_per_registered_function():
     assert set(choices) == {e.command.name for e in ENTRIES.values()} | {c.name for c, _ in analyses()}
 
 
+@pytest.mark.parametrize("name", sorted(ENTRIES))
+def test_every_run_function_and_subcommand_takes_a_store(name):
+    import inspect
+
+    assert "store" in inspect.signature(ENTRIES[name].function).parameters
+    parser = cli.build_parser()
+    sub = parser._subparsers._group_actions[0].choices[ENTRIES[name].command.name]
+    assert "--store" in sub._option_string_actions
+
+
 def test_api_docs_list_every_registered_function():
     assert ".. include:: api_run_functions.rst" in (DOCS / "api.rst").read_text()
     assert "autosummary_rst()" in (DOCS / "conf.py").read_text()

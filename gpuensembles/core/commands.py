@@ -74,6 +74,7 @@ def add_run_options(parser: argparse.ArgumentParser, unit: str):
     parser.add_argument("--overwrite", action="store_true",
                         help="replace an existing output or plot file (refused otherwise, before the run)")
     parser.add_argument("--chunks", type=integer, metavar="N", help=f"{unit} per chunk (a dask-backed run)")
+    parser.add_argument("--store", metavar="DIR", help="keep finished chunks in DIR; the same command resumes from it")
     parser.add_argument("--cluster", action="store_true",
                         help="run the chunks on a local cluster (one worker per GPU with dask-cuda, else the CPU); "
                              "prints the dashboard's address")
@@ -118,7 +119,7 @@ def only_with(args: argparse.Namespace, applies: bool, defaults: dict, where: st
 
 def run_options(args: argparse.Namespace) -> dict:
     """The keyword arguments of :func:`add_run_options` that every run function takes."""
-    return dict(seed=args.seed, backend=args.backend, chunks=args.chunks, progress=args.progress)
+    return dict(seed=args.seed, backend=args.backend, chunks=args.chunks, store=args.store, progress=args.progress)
 
 
 class Seconds(float):

@@ -31,6 +31,7 @@ from .io import REALIZATION, REALIZATION_ATTRS
 from .progress import bar as _progress_bar
 from .progress import shown, starting
 from .runs import (  # noqa: F401
+    STORE_CHUNKS,
     Output,
     Units,
     _active_client,
@@ -113,12 +114,7 @@ def make_plan(params: dict, *, realizations, seed, max_steps, kernel: KernelSpec
     check_choice("backend", backend, _backend.BACKENDS)
     realizations = check_count("realizations", realizations)
     max_steps = check_count("max_steps", max_steps, maximum=MAX_STEPS)
-    if seed is not None:
-        seed = check_seed(seed)
-    elif store is not None:
-        from .store import recorded_seed
-
-        seed = recorded_seed(check_store(store))
+    seed = run_seed(seed, store)
     for name, p in params.items():
         if REALIZATION in p.dims:
             raise ValueError(f"{name} must not use the dimension name {REALIZATION!r} (that of the ensemble)")
@@ -132,6 +128,31 @@ def make_plan(params: dict, *, realizations, seed, max_steps, kernel: KernelSpec
     arrays = tuple(a.transpose(*dims) for a in arrays)
     return Plan(inputs=dict(params), params=arrays, realizations=realizations, seed=check_seed(seed),
                 max_steps=max_steps, kernel=kernel, backend=backend)
+
+
+def run_seed(seed, store=None) -> int:
+    """``seed`` checked, or the seed of the run kept in ``store``, or a fresh one.
+
+    Without a seed, a store's recorded seed is reused (so the same call resumes); without
+    either, one is drawn from the operating system.
+    """
+    if seed is None and store is not None:
+        from .store import recorded_seed
+
+        seed = recorded_seed(check_store(store))
+    return check_seed(seed)
+
+
+def stored_run(store, function: str, call: dict, seed: int):
+    """Open ``store`` for the call ``function(**call)`` run with ``seed`` (context manager; None without a store).
+
+    See :func:`gpuensembles.core.store.stored_run`: pass what it yields to
+    :func:`run_realizations` or :func:`run_items` as ``store=`` (or a named part of it).
+    """
+    from . import store as stores
+
+    path = None if store is None else check_store(store)
+    return stores.stored_run(path, stores.describe_call(function, call, seed))
 
 
 def at_worst(value: xr.DataArray, **params) -> str:
@@ -235,9 +256,6 @@ def _dask_block(plan, store, block_info=None):
     return store.get_or_run(tuple(info["chunk-location"]), lambda: run_block(plan, location))
 
 
-#: Chunks a stored run is split into by default (each is a restart point).
-STORE_CHUNKS = 16
-
 
 def execute(plan: Plan, chunks=None, progress="auto", store=None, bytes_per_value: int = 8):
     """Run ``plan``; return its int64 ``(*sweep dims, realization)`` values.
@@ -253,10 +271,10 @@ def execute(plan: Plan, chunks=None, progress="auto", store=None, bytes_per_valu
     show = shown(progress)
     client = _active_client()
     lazy = chunks is not None or client is not None
+    if chunks is None and store is not None:  # restart points that do not depend on the worker count
+        chunks = {REALIZATION: -(-plan.realizations // STORE_CHUNKS)}
     if chunks is None and client is not None:
         chunks = {REALIZATION: -(-plan.realizations // (4 * worker_count(client)))}
-    if chunks is None and store is not None:
-        chunks = {REALIZATION: -(-plan.realizations // STORE_CHUNKS)}
     dask_chunks = normalize_chunks(plan, chunks) if chunks is not None else None
     if lazy:
         largest = math.prod(max(c) for c in dask_chunks)
@@ -266,9 +284,9 @@ def execute(plan: Plan, chunks=None, progress="auto", store=None, bytes_per_valu
         check_memory(math.prod(plan.shape) * bytes_per_value, f"the result of {sizes_text(plan)}")
     chunk_store = None
     if store is not None:
-        from .store import ChunkStore
+        from .store import ChunkStore, describe_plan
 
-        chunk_store = ChunkStore(check_store(store), plan, dask_chunks).open()
+        chunk_store = ChunkStore(check_store(store), describe_plan(plan), dask_chunks).open()
     starting()
     if lazy:
         meta = np.empty((0,) * len(plan.dims), np.int64)

@@ -7,6 +7,7 @@ advances) or as one dask task per chunk. Before anything runs, the outputs are c
 against the memory available (all of them when eager, one chunk's when lazy).
 """
 
+import functools
 import math
 import sys
 from collections.abc import Callable
@@ -80,12 +81,16 @@ class Units:
         return units if self.total is None else min(units, self.total)
 
 
-def _run_pieces(block, n: int, pieces: int, show: bool, units: Units) -> list:
+def _run_pieces(block, n: int, pieces: int, show: bool, units: Units, size: int | None = None) -> list:
     """Call ``block(lo, hi)`` over ``[0, n)`` in up to ``pieces`` calls (one without a bar), advancing the bar.
 
+    With ``size``, the calls are the chunks of that size instead (a stored run's restart points).
     Returns ``[((lo, hi), result), ...]`` in order.
     """
-    bounds = np.linspace(0, n, max(1, min(pieces if show else 1, n)) + 1).astype(int)
+    if size is None:
+        bounds = np.linspace(0, n, max(1, min(pieces if show else 1, n)) + 1).astype(int)
+    else:
+        bounds = np.cumsum((0,) + _split(n, size))
     results = []
     with _progress_bar(units.done(n), show, unit=units.name, desc=units.desc) as bar:
         for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
@@ -95,7 +100,7 @@ def _run_pieces(block, n: int, pieces: int, show: bool, units: Units) -> list:
 
 
 def run_items(block: Callable, n_items: int, width: int, *, chunks=None, pieces: int = 1, progress="auto",
-              unit: str | Units = "items", what: str | None = None):
+              unit: str | Units = "items", what: str | None = None, store=None):
     """Run ``block(start, stop) -> float64 array (stop - start, width)`` over items ``[0, n_items)``.
 
     For ensembles whose items (e.g. batches of walks) each reduce to a row of numbers.
@@ -104,15 +109,18 @@ def run_items(block: Callable, n_items: int, width: int, *, chunks=None, pieces:
     dask array with one task per chunk. ``block`` must be picklable and pure: a chunk's
     rows depend only on its items. The rows must fit in memory (all of them when eager,
     a chunk's when lazy; ``what`` names what sets their number in the message), else
-    ValueError before anything runs. ``unit`` names what the bar counts.
+    ValueError before anything runs. ``unit`` names what the bar counts. With ``store`` (an
+    open :class:`gpuensembles.core.store.ChunkStore`), each chunk is read from it when a
+    verified copy is there, else computed and written to it (eager runs then go chunk by chunk).
     """
     units = unit if isinstance(unit, Units) else Units(unit)
     show = shown(progress)
     client = _active_client()
-    chunks = _chunk_size(chunks, n_items, client)
+    lazy = chunks is not None or client is not None
+    chunks = _chunk_size(chunks, n_items, client, store)
     what = what or f"{n_items} {units.name}"
-    if chunks is not None:
-        size = min(check_count("chunks", chunks), n_items)
+    size = None if chunks is None else min(check_count("chunks", chunks), n_items)
+    if lazy:
         check_memory(size * width * 8, f"one chunk of {size} {units.name} (chunks={chunks})",
                      limit=_memory_limit(client))
         if gathering():
@@ -120,26 +128,42 @@ def run_items(block: Callable, n_items: int, width: int, *, chunks=None, pieces:
         starting()
         import dask.array as da
 
-        return da.map_blocks(_items_block, block, chunks=(_split(n_items, size), (width,)), dtype=np.float64,
+        if store is not None:
+            store.keep_lock()
+        return da.map_blocks(_items_block, block, store, chunks=(_split(n_items, size), (width,)), dtype=np.float64,
                              meta=np.empty((0, 0), dtype=np.float64))
     check_memory(n_items * width * 8, f"the result of {what}")
     starting()
     out = np.empty((n_items, width), dtype=np.float64)
-    for (lo, hi), rows in _run_pieces(block, n_items, pieces, show, units):
+    for (lo, hi), rows in _run_pieces(functools.partial(_stored, block, store), n_items, pieces, show, units, size):
         out[lo:hi] = rows
     return out
 
 
-def _chunk_size(chunks, n, client):
-    """``chunks`` as given, or four tasks per worker of an active ``distributed.Client``."""
+#: Chunks a stored run is split into by default (each is a restart point).
+STORE_CHUNKS = 16
+
+
+def _chunk_size(chunks, n, client, store=None):
+    """``chunks`` as given; with a store, `STORE_CHUNKS` restart points (for any worker count);
+    with an active ``distributed.Client``, four tasks per worker; else None (eager, unsplit)."""
+    if chunks is None and store is not None:
+        chunks = -(-n // STORE_CHUNKS)
     if chunks is None and client is not None:
         chunks = -(-n // (4 * worker_count(client)))
     return chunks
 
 
-def _items_block(block, block_info=None):
+def _items_block(block, store=None, block_info=None):
     start, stop = block_info[None]["array-location"][0]
-    return block(start, stop)
+    return _stored(block, store, start, stop)
+
+
+def _stored(block, store, start, stop):
+    """``block(start, stop)``, or its verified copy in ``store`` (a chunk keyed by its bounds)."""
+    if store is None:
+        return block(start, stop)
+    return store.get_or_run((start, stop), lambda: block(start, stop))
 
 
 @dataclass(frozen=True)
@@ -162,7 +186,8 @@ class Output:
 
 
 def run_realizations(block: Callable, realizations: int, outputs: dict, *, chunks=None, pieces: int = 1,
-                     progress="auto", unit: str | Units = "realizations", what: str | None = None) -> dict:
+                     progress="auto", unit: str | Units = "realizations", what: str | None = None,
+                     store=None) -> dict:
     """Run ``block(start, stop) -> {name: array}`` over realizations ``[0, realizations)``.
 
     Returns ``{name: array}`` shaped as ``outputs[name]`` (:class:`Output`). Eager (numpy,
@@ -172,29 +197,36 @@ def run_realizations(block: Callable, realizations: int, outputs: dict, *, chunk
     numbers depend only on its realizations. The outputs must fit in memory (all of them
     when eager, a chunk's when lazy; ``what`` names what sets their size in the
     message), else ValueError before anything runs. ``unit`` says what the bar counts.
+    With ``store`` (an open :class:`gpuensembles.core.store.ChunkStore`), each chunk is read
+    from it when a verified copy is there, else computed and written to it.
     """
     units = unit if isinstance(unit, Units) else Units(unit)
     show = shown(progress)
     client = _active_client()
-    chunks = _chunk_size(chunks, realizations, client)
+    lazy = chunks is not None or client is not None
+    chunks = _chunk_size(chunks, realizations, client, store)
     what = what or f"{realizations} {units.name}"
-    if chunks is not None:
+    size = None if chunks is None else min(check_count("chunks", chunks), realizations)
+    if lazy:
         import dask
         import dask.array as da
 
-        size = min(check_count("chunks", chunks), realizations)
         check_memory(sum(o.nbytes(size) for o in outputs.values()), f"one chunk of {size} (chunks={chunks}) of {what}",
                      limit=_memory_limit(client))
         if gathering():
             check_memory(sum(o.nbytes() for o in outputs.values()), f"the result of {what}")
         starting()
-        bounds = np.cumsum((0,) + _split(realizations, size))
-        parts = [(lo, hi, dask.delayed(block, pure=True)(lo, hi)) for lo, hi in zip(bounds[:-1], bounds[1:])]
+        if store is not None:
+            store.keep_lock()
+        bounds = np.cumsum((0,) + _split(realizations, size)).tolist()
+        parts = [(lo, hi, dask.delayed(_stored, pure=True)(block, store, lo, hi))
+                 for lo, hi in zip(bounds[:-1], bounds[1:])]
         return {name: _join([da.from_delayed(part[name], _block_shape(o, hi - lo), o.dtype) for lo, hi, part in parts],
                             o.axis, da) for name, o in outputs.items()}
     check_memory(sum(o.nbytes() for o in outputs.values()), f"the result of {what}")
     starting()
-    results = [r for _, r in _run_pieces(block, realizations, pieces, show, units)]
+    results = [r for _, r in _run_pieces(functools.partial(_stored, block, store), realizations, pieces, show, units,
+                                         size)]
     return {name: _join([r[name] for r in results], o.axis, np) for name, o in outputs.items()}
 
 

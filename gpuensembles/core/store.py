@@ -20,6 +20,8 @@ of a distributed cluster write chunks without the lock, and must see the directo
 shared file system).
 """
 
+import contextlib
+import copy
 import fcntl
 import hashlib
 import io
@@ -39,24 +41,22 @@ _LOCKS: dict = {}
 """Lock files this process holds, by resolved store path: ``{path: open file}``."""
 
 
-def fingerprint(plan, chunks: tuple) -> dict:
-    """Everything that determines the numbers of a run, and its SHA-256.
+def describe_plan(plan) -> dict:
+    """What determines the numbers of a first-passage plan (:mod:`gpuensembles.core.engine`).
 
     Parameters
     ----------
     plan : gpuensembles.core.engine.Plan
         The run.
-    chunks : tuple of tuples
-        The dask chunks the run is split into.
 
     Returns
     -------
     dict
-        ``{"fingerprint": hex digest, "plan": the description it is the digest of}``.
+        The kernel, dimensions, shape, a digest of the parameter table, the swept
+        coordinates, the seed and the step limit.
     """
     spec = plan.kernel
-    description = {
-        "gpuensembles_version": version(),
+    return {
         "kernel": f"{spec.factory.__module__}.{spec.factory.__qualname__}{tuple(spec.args)}",
         "dims": list(plan.dims),
         "shape": list(plan.shape),
@@ -65,10 +65,89 @@ def fingerprint(plan, chunks: tuple) -> dict:
                    if d in plan.params[0].coords},
         "seed": int(plan.seed),
         "max_steps": int(plan.max_steps),
-        "chunks": [list(c) for c in chunks],
     }
-    text = json.dumps(description, sort_keys=True)
-    return {"fingerprint": hashlib.sha256(text.encode()).hexdigest(), "plan": description}
+
+
+def describe_call(function: str, call: dict, seed: int) -> dict:
+    """What determines the numbers of a run function's call: its name, arguments and seed.
+
+    Scalars, strings and short lists are kept as they are (a refused store names the
+    arguments that differ); arrays, DataArrays and anything long by a SHA-256 of their
+    values, shape and dtype.
+
+    Parameters
+    ----------
+    function : str
+        The run function (``"ising"``).
+    call : dict
+        Its arguments as given (``store``, ``progress`` and ``chunks`` are left out: they change
+        no number, and chunks are kept by their bounds).
+    seed : int
+        The seed it runs with (the one drawn when ``call`` has none).
+
+    Returns
+    -------
+    dict
+        ``{"function": ..., "seed": ..., <argument>: <value or digest>, ...}``.
+    """
+    described = {"function": function, "seed": int(seed)}
+    for name, value in sorted(call.items()):
+        if name in ("store", "progress", "seed", "chunks"):
+            continue
+        described[name] = _describe_value(value)
+    return described
+
+
+def _describe_value(value):
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, dict):
+        return {str(k): _describe_value(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (list, tuple)) and any(isinstance(v, (np.ndarray, list, tuple, dict)) for v in value):
+        return [_describe_value(v) for v in value]
+    if hasattr(value, "tocsr"):  # a scipy sparse matrix: its CSR arrays
+        csr = value.tocsr()
+        digest = hashlib.sha256()
+        for part in (csr.data, csr.indices, csr.indptr):
+            digest.update(np.ascontiguousarray(part).tobytes())
+        return {"sparse_sha256": digest.hexdigest(), "shape": list(csr.shape), "dtype": str(csr.dtype)}
+    array = np.asarray(getattr(value, "values", value))
+    if array.dtype != object and array.size <= 64:
+        return {"values": array.tolist(), "dtype": str(array.dtype)}
+    if array.dtype == object:
+        return {"repr_sha256": hashlib.sha256(repr(value).encode()).hexdigest()}
+    return {"sha256": hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest(), "shape": list(array.shape),
+            "dtype": str(array.dtype)}
+
+
+def fingerprint(description: dict, chunks) -> dict:
+    """The run's record: ``description`` with the package version and chunking, and its SHA-256.
+
+    Parameters
+    ----------
+    description : dict
+        What determines the numbers (:func:`describe_plan`, :func:`describe_call`).
+    chunks : JSON-serialisable
+        How the run is split (part of the record: a chunk is only reused under the same split).
+
+    Returns
+    -------
+    dict
+        ``{"fingerprint": hex digest, "plan": the description it is the digest of}``.
+    """
+    described = {**description, "gpuensembles_version": version(), "chunks": _describe_chunks(chunks)}
+    text = json.dumps(described, sort_keys=True)
+    return {"fingerprint": hashlib.sha256(text.encode()).hexdigest(), "plan": described}
+
+
+def _describe_chunks(chunks):
+    if isinstance(chunks, str):
+        return chunks
+    if isinstance(chunks, dict):
+        return {str(k): _describe_chunks(v) for k, v in sorted(chunks.items())}
+    if isinstance(chunks, (tuple, list)):
+        return [_describe_chunks(c) for c in chunks]
+    return int(chunks)
 
 
 def _read_plan(meta: Path) -> dict:
@@ -130,23 +209,44 @@ def check_writable(path, what: str = "store"):
 class ChunkStore:
     """The chunks of one plan and chunking, kept in ``path``.
 
+    A chunk is one array, or a dict of arrays (kept as one ``.npz``), under a block index;
+    :meth:`part` gives a view whose chunk files carry a name, for runs made of several
+    (e.g. one per lattice size).
+
     Parameters
     ----------
     path : str or path-like
         Directory (created if missing).
-    plan : gpuensembles.core.engine.Plan
-        The run.
-    chunks : tuple of tuples
-        The dask chunks the run is split into (part of the fingerprint).
+    description : dict
+        What determines the run's numbers (:func:`describe_plan`, :func:`describe_call`).
+    chunks : tuple of tuples, or JSON-serialisable
+        How the run is split (part of the fingerprint). A tuple of tuples (dask chunks)
+        lets :meth:`open` count the values already stored.
     """
 
-    def __init__(self, path, plan, chunks: tuple):
+    def __init__(self, path, description: dict, chunks):
         self.path = Path(path)
         self.chunks = chunks
-        self.dims = plan.dims
-        self.record = fingerprint(plan, chunks)
+        self.record = fingerprint(description, chunks)
         self.fingerprint = self.record["fingerprint"]
         self.stored_items = 0  # values of the chunks already finished when the store was opened
+        self.prefix = "chunk"
+        self._shared = {"keep_lock": False}  # shared with the views of :meth:`part`
+
+    def keep_lock(self):
+        """Hold the lock until the process ends (a lazy result computes later; see :func:`stored_run`)."""
+        self._shared["keep_lock"] = True
+
+    @property
+    def lock_kept(self) -> bool:
+        """Whether :meth:`keep_lock` was called on the store or one of its parts."""
+        return self._shared["keep_lock"]
+
+    def part(self, name: str) -> "ChunkStore":
+        """The same store (fingerprint, lock), with chunk files named ``chunk-<name>-<block>``."""
+        view = copy.copy(self)
+        view.prefix = f"chunk-{name}"
+        return view
 
     def open(self):
         """Create the store, or check that it holds this plan, and take its lock.
@@ -170,13 +270,11 @@ class ChunkStore:
         except BaseException:
             self.release()
             raise
-        self.stored_items = sum(math.prod(self._block_shape(block))
-                                for block in np.ndindex(*(len(c) for c in self.chunks))
-                                if all(f.exists() for f in self._files(block)))
+        if isinstance(self.chunks, tuple) and all(isinstance(c, tuple) for c in self.chunks):
+            self.stored_items = sum(math.prod(int(c[i]) for c, i in zip(self.chunks, block))
+                                    for block in np.ndindex(*(len(c) for c in self.chunks))
+                                    if all(f.exists() for f in self._files(block)))
         return self
-
-    def _block_shape(self, block: tuple) -> tuple:
-        return tuple(int(c[i]) for c, i in zip(self.chunks, block))
 
     def _check_plan(self):
         meta = self.path / "plan.json"
@@ -220,8 +318,9 @@ class ChunkStore:
             fcntl.flock(handle, fcntl.LOCK_UN)
             handle.close()
 
-    def _files(self, block: tuple) -> tuple:
-        stem = "chunk-" + "-".join(str(int(i)) for i in block)
+    def _files(self, block) -> tuple:
+        block = block if isinstance(block, tuple) else (block,)
+        stem = self.prefix + "-" + "-".join(str(int(i)) for i in block)
         return self.path / f"{stem}.npy", self.path / f"{stem}.json"
 
     def get(self, block: tuple):
@@ -267,7 +366,10 @@ class ChunkStore:
             if hashlib.sha256(raw).hexdigest() != expected["sha256"]:
                 return None, "its bytes do not match the recorded SHA-256 (altered or damaged)"
             values = np.load(io.BytesIO(raw), allow_pickle=False)
-            if list(values.shape) != expected["shape"] or str(values.dtype) != expected["dtype"]:
+            if isinstance(values, np.lib.npyio.NpzFile):
+                with values:
+                    values = {name: values[name] for name in values.files}
+            if _layout(values) != {k: expected[k] for k in ("shape", "dtype")}:
                 return None, "its shape or dtype is not the recorded one"
         except (OSError, ValueError, KeyError, TypeError) as err:
             return None, f"its record {record.name} is damaged ({type(err).__name__})"
@@ -285,12 +387,16 @@ class ChunkStore:
         """
         data, record = self._files(block)
         buffer = io.BytesIO()
-        np.save(buffer, np.ascontiguousarray(values), allow_pickle=False)
+        if isinstance(values, dict):  # several arrays: one .npz (the .npy name is kept: it is the chunk's file)
+            np.savez(buffer, **{k: np.ascontiguousarray(v) for k, v in values.items()})
+        else:
+            np.save(buffer, np.ascontiguousarray(values), allow_pickle=False)
         raw = buffer.getvalue()
         _write_atomically(data, raw)
         _write_atomically(record, json.dumps({
-            "sha256": hashlib.sha256(raw).hexdigest(), "bytes": len(raw), "shape": list(values.shape),
-            "dtype": str(values.dtype), "fingerprint": self.fingerprint, "block": [int(i) for i in block],
+            "sha256": hashlib.sha256(raw).hexdigest(), "bytes": len(raw), **_layout(values),
+            "fingerprint": self.fingerprint, "block": [int(i) for i in (block if isinstance(block, tuple) else
+                                                                        (block,))],
         }).encode())
 
     def get_or_run(self, block: tuple, run):
@@ -313,6 +419,45 @@ class ChunkStore:
             values = run()
             self.put(block, values)
         return values
+
+
+@contextlib.contextmanager
+def stored_run(path, description: dict):
+    """Open the store ``path`` for a run function's call, or yield None without one.
+
+    Chunks are keyed by their bounds (``chunk-<part>-<start>-<stop>``), so the fingerprint
+    leaves the chunking out: a resumed run reuses every chunk of the same bounds, whatever
+    its worker count. The lock is given back when the block ends, unless the run kept it
+    for a lazy result (:meth:`ChunkStore.keep_lock`).
+
+    Parameters
+    ----------
+    path : str, path-like or None
+        The store directory (checked: :func:`gpuensembles.core.engine.check_store`).
+    description : dict
+        What determines the run's numbers (:func:`describe_call`).
+
+    Yields
+    ------
+    ChunkStore or None
+    """
+    if path is None:
+        yield None
+        return
+    opened = ChunkStore(path, description, "by bounds").open()
+    try:
+        yield opened
+    finally:
+        if not opened.lock_kept:
+            opened.release()
+
+
+def _layout(values) -> dict:
+    """Shape and dtype of an array, or of each array of a dict, as a chunk's record keeps them."""
+    if isinstance(values, dict):
+        return {"shape": {k: list(np.shape(v)) for k, v in sorted(values.items())},
+                "dtype": {k: str(np.asarray(v).dtype) for k, v in sorted(values.items())}}
+    return {"shape": list(values.shape), "dtype": str(values.dtype)}
 
 
 def _write_atomically(path: Path, raw: bytes):

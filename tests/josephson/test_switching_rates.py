@@ -207,7 +207,7 @@ def formula_rates(monkeypatch):
     calls = []
 
     def fake(*, V0, damping, D, h, model, integrator, rel_error, criterion, running_wells, seed, dtype, backend,
-             progress):
+             progress, store):
         return analytic(0.03, calls, rate=theory.rate_formula(model, V0, damping, D / damping))
 
     monkeypatch.setattr(run, "_measured_rates", fake)
@@ -333,7 +333,6 @@ def test_a_sweep_near_the_limit_warns_twice(formula_rates):
 
 @pytest.mark.parametrize("change, name", [
     (dict(method="fast"), "method"),
-    (dict(store="run"), "store"),
     (dict(V0=[1.0, 2.0]), "V0"),
     (dict(D=[0.05, 0.1]), "D"),
     (dict(h=[0.01, 0.02]), "h"),
@@ -376,9 +375,9 @@ def test_the_glue_calls_escape_rates_as_its_contract_says(monkeypatch):
 
     def escape_rates(*, gamma, h, damping=None, D=None, V0=1.0, physical=None, model="underdamped",
                      integrator="euler", method="auto", rel_error=0.03, criterion="escape", running_wells=None,
-                     seed=None, dtype="float32", chunks=None, backend="auto", progress="auto"):
+                     seed=None, dtype="float32", chunks=None, store=None, backend="auto", progress="auto"):
         seen.append(dict(gamma=np.array(gamma), h=h, seed=seed, model=model, integrator=integrator,
-                         rel_error=rel_error, criterion=criterion, running_wells=running_wells))
+                         rel_error=rel_error, criterion=criterion, running_wells=running_wells, store=store))
         rate = kramers(gamma)
         coords = {"gamma": gamma}
         return xr.Dataset({"rate": ("gamma", rate), "rate_stderr": ("gamma", 0.03 * rate),
@@ -392,5 +391,5 @@ def test_the_glue_calls_escape_rates_as_its_contract_says(monkeypatch):
     assert all(s["rel_error"] == 0.05 for s in seen) and len(seen) >= 2
     assert len({s["seed"] for s in seen}) == len(seen)
     assert all(s["h"] == 0.02 and s["model"] == "overdamped" for s in seen)
-    assert all(s["criterion"] == "escape" and s["running_wells"] is None for s in seen)
+    assert all(s["criterion"] == "escape" and s["running_wells"] is None and s["store"] is None for s in seen)
     assert ds.attrs["device"] == "test CPU" and int(ds.rate_steps.sum()) == 7 * ds.rate.size

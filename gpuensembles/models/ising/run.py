@@ -63,6 +63,7 @@ def ising(
     kernel: Kernel = "multispin",
     seed=None,
     chunks=None,
+    store=None,
     backend: Backend = "auto",
     progress: Progress = "auto",
 ) -> xr.Dataset:
@@ -107,6 +108,11 @@ def ising(
         Groups of lattices per dask task (a group is 32 packed lattices, or one lattice
         of ``L >= 1024``); given, or with an active ``distributed.Client``, the result is
         lazy. The numbers are the same for any chunking.
+    store : str or path-like, optional
+        Directory that keeps every finished chunk of groups of lattices, verified by
+        SHA-256, so that the same call run again (after a crash or ``kill -9``) computes
+        only what is missing and gives bit-identical results (docs page "Many GPUs,
+        long runs, faults"). Without ``seed``, the store's seed is reused.
     backend : {"auto", "cuda", "cpu"}
     progress : {"auto", True, False}
 
@@ -145,20 +151,22 @@ def ising(
         raise ValueError(f"bins must be at most the number of measurements ({n_meas}), got {n_bins}")
     series, snapshot = engine.check_flag("series", series), engine.check_flag("snapshot", snapshot)
     realizations = engine.check_count("realizations", realizations)
-    seed = engine.check_seed(seed)
+    seed = engine.run_seed(seed, store)
     engine.check_choice("backend", backend, _backend.BACKENDS)
     betas = np.atleast_1d(beta_da.values)
     _check_memory(sizes, betas.size, realizations, n_bins, n_meas if series else 0, snapshot, kernel, chunks)
     schedule = (thermalization, sweeps, every)
     per_L = []
-    with estimate.timed(_work(sizes, betas.size * realizations, schedule, kernel), backend, progress) as clock:
+    work = _work(sizes, betas.size * realizations, schedule, kernel)
+    with engine.stored_run(store, "ising", call, seed) as stored, estimate.timed(work, backend, progress) as clock:
         for size in sizes:
             setup = _Setup.make(kernel, size, betas, realizations, start == "hot", seed, n_bins,
                                 n_meas if series else 0, snapshot, backend)
             units = engine.Units("lattices", per_item=setup.spg, total=setup.n_systems, desc=f"L={size}")
             raw = engine.run_realizations(functools.partial(_run_groups, setup, schedule), setup.n_groups,
                                           setup.outputs(), chunks=chunks, pieces=20, progress=progress, unit=units,
-                                          what=f"L={size}, {betas.size} values of beta, realizations={realizations}")
+                                          what=f"L={size}, {betas.size} values of beta, realizations={realizations}",
+                                          store=stored and stored.part(f"L{size}"))
             per_L.append((setup, raw))
         clock.ran({size: raw for size, (_, raw) in zip(sizes, per_L)})
     return _dataset(per_L, sizes, L, beta_da, realizations, schedule, n_bins, call, seed, kernel, start, backend)

@@ -40,12 +40,11 @@ def _add_common(parser):
                              "accuracy)")
     parser.add_argument("--dtype", choices=DTYPES, default="float32")
     commands.add_run_options(parser, "realizations")
-    parser.add_argument("--store", metavar="DIR", help="keep finished chunks in DIR; the same command resumes from it")
 
 
 def _common_kwargs(args):
     return dict(realizations=args.realizations, model=args.model, integrator=args.integrator, dtype=args.dtype,
-                store=args.store, **commands.run_options(args))
+                **commands.run_options(args))
 
 
 def gamma_start(text: str):
@@ -161,14 +160,13 @@ def add_retrapping_currents(parser):
                              "retrapping current) or Euler-Maruyama")
     parser.add_argument("--dtype", choices=DTYPES, default="float32")
     commands.add_run_options(parser, "realizations")
-    parser.add_argument("--store", metavar="DIR", help="keep finished chunks in DIR; the same command resumes from it")
 
 
 def run_retrapping_currents(args):
     """Run ``retrapping-currents``."""
     return retrapping_currents(gamma_start=values(args.gamma_start), gamma_end=args.gamma_end,
                                realizations=args.realizations, integrator=args.integrator, dtype=args.dtype,
-                               store=args.store, **commands.run_options(args), **_junction(args))
+                               **commands.run_options(args), **_junction(args))
 
 
 def summary(ds, seconds, output):

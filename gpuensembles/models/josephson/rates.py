@@ -80,6 +80,7 @@ def escape_rates(
     seed=None,
     dtype: Dtype = "float32",
     chunks=None,
+    store=None,
     backend: Backend = "auto",
     progress: Progress = "auto",
 ) -> xr.Dataset:
@@ -139,6 +140,12 @@ def escape_rates(
     chunks : int or dict, optional
         Parameter points per task along each swept dimension (int) or ``{dim: size}``;
         gives a lazy, dask-backed result. The rates do not depend on it.
+    store : str or path-like, optional
+        Directory that keeps the rates of every finished chunk of points, verified by
+        SHA-256: the same call run again (after a crash or ``kill -9``) measures only the
+        points that are missing, with bit-identical results (docs page "Many GPUs,
+        long runs, faults"). Points are then run chunk by chunk (``chunks``: an int, points
+        per chunk; default a sixteenth of them). Without ``seed``, the store's seed is reused.
     backend : {"auto", "cuda", "cpu"}
         Where the trials run.
     progress : {"auto", True, False}
@@ -164,6 +171,8 @@ def escape_rates(
     call = dict(gamma=gamma, h=h, damping=damping, D=D, V0=V0, physical=physical, model=model,
                 integrator=integrator, method=method, rel_error=rel_error, criterion=criterion,
                 running_wells=running_wells, seed=seed, dtype=dtype, chunks=chunks, backend=backend)
+    if store is not None and isinstance(chunks, dict):
+        raise ValueError(f"with store, chunks must be an int (points per chunk) or None, got {chunks!r}")
     engine.check_choice("method", method, METHODS)
     wells = junction.running_wells(criterion, running_wells, model)
     rel_error = engine.check_real("rel_error", rel_error)
@@ -178,7 +187,7 @@ def escape_rates(
     params = junction.validated(model, dtype, "next_well", integrator, V0=V0, damping=damping, gamma=gamma, D=D, h=h)
     engine.check_range("gamma", params["gamma"], 0, 1, high_open=True, hint="; for a negative bias use |gamma|")
     junction.check_step(model, params["V0"], params["damping"], params["gamma"], params["h"])
-    plan = engine.make_plan({k: params[k] for k in washboard.ESCAPE_PARAMETERS}, realizations=1, seed=seed,
+    plan = engine.make_plan({k: params[k] for k in washboard.ESCAPE_PARAMETERS}, realizations=1, seed=seed, store=store,
                             max_steps=1, kernel=engine.KernelSpec(washboard.trial_kernel, (model, dtype, integrator)),
                             backend=backend)
     table = plan.table()
@@ -188,8 +197,15 @@ def escape_rates(
                     integrator=integrator)
     grid = plan.shape[:-1]
     work = expected_work(table, methods, rel_error, model, integrator, dtype, voltage=wells is not None)
-    with estimate.timed(work, backend, progress) as clock:
-        if chunks is None and engine._active_client() is None:
+    with engine.stored_run(store, "escape_rates", call, plan.seed) as stored, estimate.timed(work, backend,
+                                                                                              progress) as clock:
+        if stored is not None:
+            raw = engine.run_items(functools.partial(_points, plan, settings), table.shape[0], len(_VARIABLES),
+                                   chunks=chunks, progress=progress, unit="points", store=stored)
+            raw = raw.reshape(grid + (len(_VARIABLES),))
+            if not engine.is_dask(raw):
+                clock.ran(raw, raw[..., _VARIABLES.index("steps")].sum())
+        elif chunks is None and engine._active_client() is None:
             starting()
             raw = _run_points(plan, np.arange(table.shape[0]), settings, shown(progress))
             raw = raw.reshape(grid + (len(_VARIABLES),))
@@ -437,6 +453,11 @@ def _points_per_task(sizes: dict, workers: int) -> dict:
     *outer, last = sizes
     per_task = max(1, math.prod(sizes.values()) // (POINTS_PER_WORKER * workers))
     return {**{d: 1 for d in outer}, last: min(per_task, sizes[last])}
+
+
+def _points(plan, settings, start, stop):
+    """Rates of the flat points ``[start, stop)`` (a chunk of a stored run)."""
+    return _run_points(plan, np.arange(start, stop), settings)
 
 
 def _block(index, plan, settings):

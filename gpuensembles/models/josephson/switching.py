@@ -95,12 +95,12 @@ def switching_currents(
         an array, ``h`` and ``integrator`` are those of the rate simulations, escape is
         counted at the next well (``passage`` is not used) from the thermal state of the
         well (``start`` is not used: the distribution is that of a ramp slow enough for
-        the well to stay thermal), ``store`` is refused, ``chunks`` chunks the drawn
-        samples, and a sweep too fast for the adiabatic approximation (escape rate above
-        0.1 of the well's relaxation rate where switching happens; warning above 0.01)
-        is refused before any simulation. The result adds ``cdf`` and ``cdf_stderr``
-        over ``bias``, and the rate curve ``rate``, ``rate_stderr``, ``rate_steps`` over
-        ``rate_gamma``.
+        the well to stay thermal), ``store`` keeps each pass of rate simulations in a
+        subdirectory ``pass-<k>``, ``chunks`` chunks the drawn samples, and a sweep too
+        fast for the adiabatic approximation (escape rate above 0.1 of the well's
+        relaxation rate where switching happens; warning above 0.01) is refused before
+        any simulation. The result adds ``cdf`` and ``cdf_stderr`` over ``bias``, and the
+        rate curve ``rate``, ``rate_stderr``, ``rate_steps`` over ``rate_gamma``.
     criterion : {"escape", "voltage"}
         What counts as switching. ``"escape"``: the first passage over the barrier (see
         ``passage``), as in Pierro et al. 2018; it is where a voltage appears only when escapes are

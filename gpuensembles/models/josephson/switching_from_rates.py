@@ -7,6 +7,7 @@ The escape rate ``Gamma(gamma)`` is measured on an adaptive grid of biases by
 
 import functools
 import warnings
+from pathlib import Path
 
 import numpy as np
 import xarray as xr
@@ -22,14 +23,15 @@ _VOLTAGE_RATE_VARIABLES = ("run_probability", "run_probability_stderr", "failed_
 
 
 def _measured_rates(*, V0, damping, D, h, model, integrator, rel_error, criterion, running_wells, seed, dtype,
-                    backend, progress):
+                    backend, progress, store=None):
     """The rate callable of ``method="rates"``: a closure over ``escape_rates``.
 
     It returns the escape rate (1/MFPT to the next well), or with ``criterion="voltage"`` the
     rate of switching into the running state. Each call (one batch of biases) runs with its
     own seed, derived from ``seed`` and the call's number, so the rate errors of different
     passes are independent. What the simulations ran on, and every measured Dataset, are kept
-    in the callable's ``info`` dict.
+    in the callable's ``info`` dict. With ``store`` (a directory), call ``k`` keeps its rates
+    in ``store/pass-<k>`` (an ``escape_rates`` store), so a rerun measures only what is missing.
     """
     info = {"calls": 0, "measured": []}
     name = "rate" if criterion == "escape" else "switching_rate"
@@ -39,7 +41,8 @@ def _measured_rates(*, V0, damping, D, h, model, integrator, rel_error, criterio
         batch_seed = int(np.random.SeedSequence([seed, info["calls"]]).generate_state(1)[0])
         ds = escape_rates(gamma=np.asarray(gamma, dtype=float), h=h, damping=damping, D=D, V0=V0, model=model,
                           integrator=integrator, rel_error=rel_error, criterion=criterion, running_wells=running_wells,
-                          seed=batch_seed, dtype=dtype, backend=backend, progress=progress)
+                          seed=batch_seed, dtype=dtype, backend=backend, progress=progress,
+                          store=None if store is None else Path(store) / f"pass-{info['calls']}")
         info["calls"] += 1
         info["measured"].append(ds)
         info.update(backend=ds.attrs.get("backend", backend), device=ds.attrs.get("device", "unknown"))
@@ -65,12 +68,9 @@ def run(*, h, realizations, damping, D, dgamma, V0, physical, gamma_start, gamma
                 chunks=chunks, backend=backend)
     wells = junction.running_wells(criterion, running_wells, model)
     one_curve = "one rate curve serves one junction"
-    if store is not None:
-        raise ValueError("store is not used with method='rates' (the rate simulations are few and short; "
-                         "leave store=None)")
     engine.check_choice("backend", backend, ("auto", "cuda", "cpu"))
     realizations = engine.check_count("realizations", realizations)
-    seed = engine.check_seed(seed)
+    seed = engine.run_seed(seed, store)
     rel_error = engine.check_real("rel_error", rel_error)
     if not 0 < rel_error < 1:
         raise ValueError(f"rel_error must lie in (0, 1), got {rel_error!r}")
@@ -120,7 +120,7 @@ def run(*, h, realizations, damping, D, dgamma, V0, physical, gamma_start, gamma
                                     else "Kramers rate", stacklevel=3)
     rates = _measured_rates(V0=V0, damping=damping, D=D, h=h, model=model, integrator=integrator,
                             rel_error=rel_error, criterion=criterion, running_wells=wells, seed=seed, dtype=dtype,
-                            backend=backend, progress=progress)
+                            backend=backend, progress=progress, store=store)
     # the voltage window lies above the escape window's low end (the switching rate is below the
     # escape rate) and anywhere up to the lowest barrier: the first pass spans all of that
     top = float(expected.gamma[-1])
@@ -130,7 +130,8 @@ def run(*, h, realizations, damping, D, dgamma, V0, physical, gamma_start, gamma
     biases = _expected_biases(curve_of, expected, rel_error)
     work = expected_work(np.array([[V0, damping, g, D, h] for g in biases]).reshape(-1, 5), None, rel_error, model,
                          integrator, dtype, voltage=wells is not None)
-    with estimate.timed(work, backend, progress) as clock:
+    with engine.stored_run(store, "switching_currents", call, seed), estimate.timed(work, backend,
+                                                                                      progress) as clock:
         curve = curve_of(rates)
         measured = None if wells is None else _at_points(rates, curve.gamma)
         clock.ran(curve.rate, float(np.sum(curve.steps)))

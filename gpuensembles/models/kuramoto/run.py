@@ -68,6 +68,7 @@ def kuramoto(
     initial: Initial = "uniform",
     seed=None,
     chunks=None,
+    store=None,
     backend: Backend = "auto",
     progress: Progress = "auto",
 ) -> xr.Dataset:
@@ -113,6 +114,11 @@ def kuramoto(
     chunks : int, optional
         Systems per dask task (the result is then lazy, as with an active
         ``distributed.Client``); the numbers are the same for any chunking.
+    store : str or path-like, optional
+        Directory that keeps every finished chunk, verified by SHA-256: the same call run
+        again (after a crash or ``kill -9``) computes only what is missing and gives
+        bit-identical results (docs page "Many GPUs, long runs, faults"). Without ``seed``,
+        the store's seed is reused.
     backend : {"auto", "cuda", "cpu"}
         Where the kernels run; ``auto`` picks CUDA when a GPU is visible.
     progress : {"auto", True, False}
@@ -158,7 +164,7 @@ def kuramoto(
         given = dict(K=params["K"]) if matrix is None else dict(coupling=xr.DataArray(rate))
         raise ValueError(f"h is too large for {engine.at_worst(product, **given, g=params['g'], h=params['h'])}: "
                          f"h * coupling rate / g = {worst:.3g} > {MAX_STEP_TIMES_RATE}")
-    plan = engine.make_plan(params, realizations=realizations, seed=seed, max_steps=steps,
+    plan = engine.make_plan(params, realizations=realizations, seed=seed, max_steps=steps, store=store,
                             kernel=engine.KernelSpec(kernel, ()), backend=backend)
     n_points = math.prod(plan.shape[:-1])
     shape = (n_points, plan.realizations, steps // every)
@@ -168,10 +174,12 @@ def kuramoto(
                     if given_omega is None else None, sampling=sampling, initial=initial)
     block = functools.partial(_run_block, plan, settings)
     what = f"{engine.sizes_text(plan)}, {steps // every} samples (steps / sample_every) of {bins} bins"
-    with estimate.timed(_work(N, steps, n_points * plan.realizations, matrix is not None), backend,
-                        progress) as clock:
+    work = _work(N, steps, n_points * plan.realizations, matrix is not None)
+    with engine.stored_run(store, "kuramoto", call, plan.seed) as stored, estimate.timed(work, backend,
+                                                                                         progress) as clock:
         raw = engine.run_realizations(block, plan.realizations, outputs, chunks=chunks, pieces=plan.realizations,
-                                      progress=progress, unit=engine.Units("systems", per_item=n_points), what=what)
+                                      progress=progress, unit=engine.Units("systems", per_item=n_points), what=what,
+                                      store=stored)
         clock.ran(raw)
     return _dataset(plan, raw, call, settings)
 

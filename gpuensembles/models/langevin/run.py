@@ -72,6 +72,7 @@ def langevin(
     seed=None,
     dtype: Dtype = "float32",
     chunks=None,
+    store=None,
     backend: Backend = "auto",
     progress: Progress = "auto",
 ) -> xr.Dataset:
@@ -121,6 +122,11 @@ def langevin(
     chunks : int, optional
         Realizations per dask task; given, or with an active ``distributed.Client``, the
         result is lazy. The numbers are the same for any chunking.
+    store : str or path-like, optional
+        Directory that keeps every finished chunk, verified by SHA-256: the same call run
+        again (after a crash or ``kill -9``) computes only what is missing and gives
+        bit-identical results (docs page "Many GPUs, long runs, faults"). Without ``seed``,
+        the store's seed is reused.
     backend : {"auto", "cuda", "cpu"}
     progress : {"auto", True, False}
 
@@ -159,7 +165,7 @@ def langevin(
         raise ValueError(f"transient must be smaller than steps ({steps}), got {transient}")
     every, record = _check_sampling(model, steps, transient, sample_every, record)
     lo, hi = _check_histogram(histogram)
-    plan = engine.make_plan(params, realizations=realizations, seed=seed, max_steps=steps,
+    plan = engine.make_plan(params, realizations=realizations, seed=seed, max_steps=steps, store=store,
                             kernel=engine.KernelSpec(sm.kernel, (model, integrator, start, dtype)), backend=backend)
     segments = steps // every
     schedule = (every, segments, transient // every, sample_every is not None, lo)
@@ -182,8 +188,9 @@ def langevin(
     work = estimate.Work(float(n_points) * plan.realizations * steps, "particle-steps", f"langevin, {model}, "
                          f"{integrator}, {dtype}", f"{steps} steps of {plan.realizations} particles at {n_points} "
                          "point(s)", CPU_RATE, GPU_RATE, "fewer steps, particles or points, or a GPU")
-    with estimate.timed(work, backend, progress) as clock:
-        raw = engine.run_realizations(block, plan.realizations, outputs, chunks=chunks, pieces=pieces,
+    with engine.stored_run(store, "langevin", call, plan.seed) as stored, estimate.timed(work, backend,
+                                                                                         progress) as clock:
+        raw = engine.run_realizations(block, plan.realizations, outputs, chunks=chunks, store=stored, pieces=pieces,
                                       progress=progress, unit=engine.Units("trajectories", per_item=n_points),
                                       what=what)
         clock.ran(raw)

@@ -9,6 +9,7 @@ on chunking, worker count or backend.
 
 from __future__ import annotations  # sp.csr_array annotations must not import scipy.sparse
 
+import itertools
 import math
 import warnings
 from dataclasses import dataclass, replace
@@ -44,8 +45,8 @@ _ESTIMATOR_TEXT = {
 
 
 def mc_solve(A, b, method: Method = "adjoint", histories=1_000_000, *, weight_cutoff=1e-9, max_steps=None,
-             estimator: Estimator = "collision", entries=None, batches=64, seed=None, chunks=None, force=False,
-             keep_batches=False, tolerance=1e-10, max_iterations=100, backend: Backend = "auto",
+             estimator: Estimator = "collision", entries=None, batches=64, seed=None, chunks=None, store=None,
+             force=False, keep_batches=False, tolerance=1e-10, max_iterations=100, backend: Backend = "auto",
              progress: Progress = "auto") -> xr.Dataset:
     """Solve ``A x = b`` by Monte Carlo random walks on the Jacobi splitting of ``A``.
 
@@ -87,6 +88,11 @@ def mc_solve(A, b, method: Method = "adjoint", histories=1_000_000, *, weight_cu
         In ``[0, 2**32)``; drawn from the OS (and recorded) when omitted.
     chunks : int, optional
         Batches per dask task; makes the result lazy (as does an active dask client).
+    store : str or path-like, optional
+        Directory that keeps every finished chunk of batches (of each iteration, for
+        mcsa), verified by SHA-256: the same call run again (after a crash or ``kill -9``)
+        computes only what is missing and gives bit-identical results (docs page "Many
+        GPUs, long runs, faults"). Without ``seed``, the store's seed is reused.
     force : bool
         Run even when ``rho(H_hat) >= 1`` (infinite variance) or ``rho(H) >= 1``.
     keep_batches : bool
@@ -121,25 +127,31 @@ def mc_solve(A, b, method: Method = "adjoint", histories=1_000_000, *, weight_cu
     if method == "mcsa":
         call.update(tolerance=tolerance, max_iterations=max_iterations)
         tolerance, max_iterations = mcsa.check_options(tolerance, max_iterations, keep_batches)
-    problem = _make_problem(A, b, method, histories, weight_cutoff, max_steps, estimator, entries, batches, seed,
-                            force, backend)
+    problem = _make_problem(A, b, method, histories, weight_cutoff, max_steps, estimator, entries, batches,
+                            engine.run_seed(seed, store), force, backend)
     resolved = _backend.resolve(backend) if chunks is None and engine._active_client() is None else None
     # the CPU runs a piece's batches in parallel, so a piece (a progress-bar step) holds a batch per thread
     batches = problem.per_batch.size
     pieces = 1 if resolved == "cuda" else min(20, batches // numba.config.NUMBA_NUM_THREADS)
     what = f"batches={batches} of {problem.rows.size} rows"
 
+    passes = itertools.count()  # one stored part per pass of the walks (mcsa runs one per iteration)
+
     def run(p: _Problem, show=progress):
         """Run the batches of problem ``p`` (eagerly, or as dask tasks)."""
+        part = stored and stored.part(f"pass{next(passes)}")
         return engine.run_items(p.run, batches, p.width, chunks=chunks, pieces=pieces, progress=show, unit="batches",
-                                what=what)
+                                what=what, store=part)
 
-    if resolved is None:  # lazy: the walks are the workers'
-        ds = _solved(problem, method, tolerance, max_iterations, run, resolved, keep_batches)
-    else:
-        with estimate.timed(_work(problem, max_iterations if method == "mcsa" else 1), backend, progress) as clock:
+    with engine.stored_run(store, "mc_solve", {**call, "force": force, "keep_batches": keep_batches},
+                           problem.seed) as stored:
+        if resolved is None:  # lazy: the walks are the workers'
             ds = _solved(problem, method, tolerance, max_iterations, run, resolved, keep_batches)
-            clock.ran(ds["x"].data, float(ds["transitions"].sum()))
+        else:
+            with estimate.timed(_work(problem, max_iterations if method == "mcsa" else 1), backend,
+                                progress) as clock:
+                ds = _solved(problem, method, tolerance, max_iterations, run, resolved, keep_batches)
+                clock.ran(ds["x"].data, float(ds["transitions"].sum()))
     ran = (resolved, _backend.device_name(resolved)) if resolved else (backend, _backend.PER_WORKER_DEVICE)
     ds.attrs.update(io.provenance(
         model=f"Monte Carlo linear solver, {method} method", integrator=problem.description, seed=problem.seed,

@@ -86,7 +86,7 @@ class _Problem:
         self.graph = quasi_greedy.pack_graph(label[triplets], parity, N)
 
 
-def solve(instances, p=0.1, clones=DEFAULT_CLONES, timeout=None, runs=1, *, seed=None, chunks=None,
+def solve(instances, p=0.1, clones=DEFAULT_CLONES, timeout=None, runs=1, *, seed=None, chunks=None, store=None,
           backend: Backend = "auto", progress: Progress = "auto") -> xr.Dataset:
     """Time to solution of the quasi-greedy algorithm with ``clones`` clones, ``runs`` times per instance.
 
@@ -119,6 +119,11 @@ def solve(instances, p=0.1, clones=DEFAULT_CLONES, timeout=None, runs=1, *, seed
     chunks : int, optional
         Runs per dask task (the result is then lazy, as with an active
         ``distributed.Client``); the numbers are the same for any chunking.
+    store : str or path-like, optional
+        Directory that keeps every finished chunk of runs, verified by SHA-256: the same
+        call run again (after a crash or ``kill -9``) computes only what is missing, with
+        bit-identical sweeps, solutions and clones (``seconds_per_sweep`` of a reused chunk
+        is the one measured when it ran). Without ``seed``, the store's seed is reused.
     backend : {"auto", "cuda", "cpu"}
     progress : {"auto", True, False}
 
@@ -156,7 +161,7 @@ def solve(instances, p=0.1, clones=DEFAULT_CLONES, timeout=None, runs=1, *, seed
         limit = MAX_TIMEOUT
     else:
         limit = engine.check_count("timeout", timeout, minimum=0, maximum=MAX_TIMEOUT)
-    seed = engine.check_seed(seed)
+    seed = engine.run_seed(seed, store)
     engine.check_choice("backend", backend, _backend.BACKENDS)
     stacked, problems = _problems(instances)
     points = [(k, prob) for k in range(ps.size) for prob in problems]
@@ -169,9 +174,11 @@ def solve(instances, p=0.1, clones=DEFAULT_CLONES, timeout=None, runs=1, *, seed
                "solution": engine.Output((len(points) * runs, n_max), np.uint8, 0)}
     block = functools.partial(_run_items, points, ps, runs, clones, limit, seed, n_max, backend)
     what = f"runs={runs} at {len(points)} points ({ps.size} values of p, {len(problems)} instances of N <= {n_max})"
-    with estimate.timed(_work(problems, ps.size, runs, clones, limit), backend, progress) as clock:
+    described = {**call, "instances": [(prob.key_index, prob.graph) for prob in problems]}
+    with engine.stored_run(store, "xorsat.solve", described, seed) as stored, estimate.timed(
+            _work(problems, ps.size, runs, clones, limit), backend, progress) as clock:
         raw = engine.run_realizations(block, len(points) * runs, outputs, chunks=chunks, pieces=20,
-                                      progress=progress, unit="runs", what=what)
+                                      progress=progress, unit="runs", what=what, store=stored)
         clock.ran(raw)
     return _dataset(raw, stacked, instances, p_da, ps, runs, clones, limit, timeout, seed, backend, call)
 
