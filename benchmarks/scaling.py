@@ -1,13 +1,23 @@
 """Strong scaling over the GPUs of one host through ``gpuensembles.cluster`` (dask-cuda).
 
-    python -m benchmarks.scaling [--gpus 1 2 4] [--seconds 60]
+    python -m benchmarks.scaling [--gpus 1 4] [--seconds 60] [--only escape_times,rates,...]
 
-For escape times (seed Fig. 10 setting, D = 0.008; 64 chunks) and switching currents (Li et
-al. 2007 junction, 2e7/s sweep; 16 chunks, each large enough to fill a GPU), sized to take
-about ``--seconds`` on one GPU, it times
-``ds.steps.sum().compute()`` (every chunk run on the workers, only a number comes back)
-on 1, 2 and 4 GPUs, and prints the parallel efficiency T1 / (n Tn). It also checks that
-the client process never held a CUDA context (nvidia-smi lists the processes that do).
+Each case is one call a user makes with a client active, timed whole (the call and the
+compute of everything it returns, on the workers; only a sum comes back):
+
+* ``rates``: the Li et al. (2007) junction at 1/s, 200/s and 1e4/s from one rate curve with
+  the rates to 1% (``switching_currents(method="rates")``, BAOAB at h = 1e-3): its adaptive
+  passes spread their bias points over the workers. Fixed size.
+* ``escape_times`` (seed Fig. 10 setting, D = 0.008; 64 chunks) and ``switching_currents``
+  (the Li junction at a 2e7/s sweep, the direct method; 16 chunks);
+* ``ising`` over L = 256, 512, 1024 and 8 values of beta (32 realizations each);
+* ``xorsat``: ``xorsat.solve`` over 24 instances (N = 64, 80, 96) at p = 0.1, 1024 clones.
+
+The sized cases are calibrated on one GPU (a probe run, then the size that takes
+``--seconds`` times the largest GPU count there: ``--seconds`` of work per GPU at that
+count). Every worker compiles (or loads) the kernels before the clock starts. It prints the
+parallel efficiency T1 / (n Tn) and checks that the client process never held a CUDA context
+(nvidia-smi lists the processes that do).
 """
 
 import argparse
@@ -15,67 +25,111 @@ import os
 import subprocess
 import time
 
+import numpy as np
+
 import gpuensembles as ge
 
-from .bench_switching import li2007_case
+from .bench_switching import LI2007, li2007_case
 
 ESCAPE = dict(damping=0.05, gamma=0.5, D=0.008, h=0.004, seed=3)  # 2.8e5 steps per escape
-ESCAPE_RATE = 4.5e11 / 2.8e5  # realizations per second on one H200 (float32 whole calls)
 SWITCH = dict(li2007_case(2e7), h=1e-4, seed=3)  # 3.9e6 steps per switching event
-SWITCH_RATE = 3.3e11 / 3.9e6
+ISING = dict(L=[256, 512, 1024], beta=np.linspace(0.40, 0.48, 8), realizations=32, measure_every=100, seed=3)
+RATES = dict(physical=dict(LI2007, sweep_rate=np.array([1.0, 200.0, 1e4])), h=1e-3, integrator="baoab",
+             method="rates", rel_error=0.01, realizations=30_000, seed=4)
+
+
+def _instances():
+    return ge.xorsat.random_instances(N=[64, 80, 96], count=8, seed=1)
+
+
+def _escape(n):
+    return ge.escape_times(**ESCAPE, realizations=n, chunks=-(-n // 64)).steps.sum()
+
+
+def _switching(n):
+    return ge.switching_currents(**SWITCH, realizations=n, chunks=-(-n // 16)).steps.sum()
+
+
+def _ising(hundreds):
+    return ge.ising(**ISING, sweeps=100 * hundreds, progress=False).bin_e.sum()
+
+
+def _xorsat(runs):
+    return ge.xorsat.solve(_instances(), p=0.1, clones=1024, runs=runs, seed=3, progress=False).tts_sweeps.sum()
+
+
+def _rates(_):
+    return ge.switching_currents(**RATES, progress=False).switching_current.sum()
+
+
+#: name -> (make(size) -> lazy sum, probe size; None for a fixed size)
+CASES = {
+    "rates": (_rates, None),
+    "escape_times": (_escape, 200_000),
+    "switching_currents": (_switching, 20_000),
+    "ising": (_ising, 20),
+    "xorsat": (_xorsat, 4),
+}
 
 
 def _compile_here():
-    """Compile both kernels in this (worker) process, outside the timed runs."""
-    import numpy as np
+    """Compile or load every case's kernels in this (worker) process, outside the timed runs."""
+    from gpuensembles.core import engine, runs
 
-    from gpuensembles.core.templates.first_passage import first_passage_runner
-    from gpuensembles.models.josephson import physics as washboard
-
-    for factory, row in ((washboard.escape_kernel, [1.0, 0.05, 0.5, 0.008, 0.004]),
-                         (washboard.switching_kernel, [211.0, 4.1, 58.3, 1e-4, 1.8e-7, 0.0, 0.0, 1e6])):
-        runner = first_passage_runner(factory("underdamped", "float32", "barrier_top", "euler"), "cuda")
-        runner(np.array([row]), np.zeros(1, np.uint32), 0, 1, 10**3, np.empty((1, 256), np.int64))
+    eager = runs._active_client
+    runs._active_client = engine._active_client = lambda: None  # run eagerly here, not as tasks of the worker
+    try:
+        ge.escape_times(**ESCAPE, realizations=64, progress=False)
+        ge.switching_currents(**dict(li2007_case(2e9), h=1e-4), realizations=64, progress=False)
+        ge.ising(**{**ISING, "realizations": 1, "L": [256, 1024], "measure_every": 1}, sweeps=2, progress=False)
+        ge.xorsat.solve(_instances().isel(instance=[0], N=[0]), p=0.1, clones=64, runs=1, progress=False)
+        ge.escape_rates(physical={k: v for k, v in LI2007.items()}, gamma=[0.5, 0.9], h=1e-3, integrator="baoab",
+                        rel_error=0.3, progress=False)
+    finally:
+        runs._active_client = engine._active_client = eager
     return True
 
 
-def _timed(make, chunk):
-    ds = make(chunk)
+def _timed(make, size):
     t0 = time.perf_counter()
-    steps = int(ds.steps.sum().compute())
-    return time.perf_counter() - t0, steps
+    total = make(size).compute()
+    return time.perf_counter() - t0, float(total)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--gpus", type=int, nargs="+", default=[1, 2, 4])
-    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--gpus", type=int, nargs="+", default=[1, 4])
+    parser.add_argument("--seconds", type=float, default=60.0, help="work per GPU at the largest GPU count")
+    parser.add_argument("--only", default=",".join(CASES))
     args = parser.parse_args(argv)
-    cases = {
-        "escape_times": (ESCAPE_RATE, 64, lambda n, c: ge.escape_times(**ESCAPE, realizations=n, chunks=c)),
-        "switching_currents": (SWITCH_RATE, 16,
-                               lambda n, c: ge.switching_currents(**SWITCH, realizations=n, chunks=c)),
-    }
-    results = {}
-    for gpus in args.gpus:
+    names = [n for n in args.only.split(",") if n]
+    sizes, results = {}, {}
+    for gpus in sorted(args.gpus):
         with ge.cluster(n_gpus=gpus, dashboard_address=None) as client:
             client.wait_for_workers(gpus)
             assert all(client.run(_compile_here).values())  # every worker compiles before the clock starts
-            for name, (rate, n_chunks, make) in cases.items():
-                n = int(rate * args.seconds)
-                seconds, steps = _timed(lambda c: make(n, c), -(-n // n_chunks))  # noqa: B023 (called at once)
-                results[(name, gpus)] = seconds
-                print(f"{name}: {gpus} GPU(s), {n} realizations in {n_chunks} chunks: {seconds:.1f} s, "
-                      f"{steps / seconds:.3e} steps/s", flush=True)
+            for name in names:
+                print(f"{name} on {gpus} GPU(s): starting at {time.strftime('%H:%M:%S')}", flush=True)
+                make, probe = CASES[name]
+                if name not in sizes:
+                    size = probe
+                    if probe is not None:
+                        seconds, _ = _timed(make, probe)
+                        size = max(1, int(probe * args.seconds * max(args.gpus) / seconds))
+                    sizes[name] = size
+                seconds, total = _timed(make, sizes[name])
+                results[(name, gpus)] = (seconds, total)
+                print(f"{name}: {gpus} GPU(s), size {sizes[name]}: {seconds:.1f} s (sum {total:.6g})", flush=True)
     pids = subprocess.run(["nvidia-smi", "--query-compute-apps=pid", "--format=csv,noheader"], capture_output=True,
                           text=True).stdout.split()
     print(f"client process holds a CUDA context: {str(os.getpid()) in pids}")
-    print("| model | GPUs | seconds | speed-up | parallel efficiency |")
-    print("|---|---|---|---|---|")
-    for (name, gpus), seconds in results.items():
-        one = results.get((name, 1))
+    print("| case | size | GPUs | seconds | speed-up | parallel efficiency | same numbers |")
+    print("|---|---|---|---|---|---|---|")
+    for (name, gpus), (seconds, total) in results.items():
+        one = results.get((name, min(args.gpus)))
         if one:
-            print(f"| {name} | {gpus} | {seconds:.1f} | {one / seconds:.2f} | {one / (gpus * seconds):.1%} |")
+            print(f"| {name} | {sizes[name]} | {gpus} | {seconds:.1f} | {one[0] / seconds:.2f} | "
+                  f"{one[0] / (gpus * seconds):.1%} | {total == one[1]} |")
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ from .runs import (  # noqa: F401
     _split,
     run_items,
     run_realizations,
+    thread_count,
     worker_count,
 )
 from .templates.first_passage import first_passage_runner

@@ -184,6 +184,21 @@ def test_gpu_rates_agree_with_cpu_and_the_exact_rate():
     assert np.all(np.abs(gpu.rate.values - exact) <= 4 * gpu.rate_stderr.values + bias)
 
 
+def test_gpu_cluster_of_two_threads_per_worker_loads_and_runs_the_rates():
+    # every GPU, two threads per worker: fresh worker processes load the rate kernels from two
+    # threads at once (numba-cuda's module load raced there) and return the eager numbers
+    distributed = pytest.importorskip("distributed")
+    kw = dict(model="overdamped", damping=1.0, gamma=np.linspace(0.3, 0.7, 16), D=0.1, h=0.01, rel_error=0.1,
+              seed=13, backend="cuda", progress=False)
+    eager = ge.escape_rates(**kw)
+    with ge.cluster(dashboard_address=None) as client:
+        assert set(client.nthreads().values()) == {2}
+        remote = ge.escape_rates(**kw).compute()  # the points dealt out to a task per worker thread
+        assert isinstance(client, distributed.Client)
+    for name in ("rate", "rate_stderr", "steps"):
+        np.testing.assert_array_equal(remote[name].values, eager[name].values)
+
+
 # --------------------------------------------------------------------------- the running state
 
 

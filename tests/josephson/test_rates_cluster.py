@@ -38,7 +38,6 @@ def client(eager):
 def test_escape_rates_spread_one_point_per_task_and_match_the_eager_run(eager, client):
     lazy = ge.escape_rates(gamma=GAMMA, **RATES)
     assert isinstance(lazy.rate.data, da.Array)
-    assert lazy.rate.data.numblocks == (GAMMA.size,)  # one task per bias point
     computed = lazy.compute()
     for name in ("rate", "rate_stderr", "steps"):
         np.testing.assert_array_equal(computed[name].values, eager[0][name].values)
@@ -51,8 +50,20 @@ def test_switching_from_rates_on_a_cluster_is_the_eager_run(eager, client):
         np.testing.assert_array_equal(remote[name].values, eager[1][name].values, err_msg=name)
 
 
-def test_points_per_task():
-    assert rates._points_per_task({}, 4) == {}
-    assert rates._points_per_task({"gamma": 32}, 4) == {"gamma": 1}
-    assert rates._points_per_task({"D": 3, "gamma": 32}, 4) == {"D": 1, "gamma": 1}
-    assert rates._points_per_task({"gamma": 10 * rates.POINTS_PER_WORKER}, 2) == {"gamma": 5}
+def test_points_are_dealt_out_to_one_task_per_worker_thread(eager, client):
+    lazy = ge.escape_rates(gamma=GAMMA, **RATES)
+    tasks = [key for key in dict(lazy.rate.data.__dask_graph__()) if str(key[0]).startswith("_block")]
+    assert len(tasks) == sum(client.nthreads().values()) == 4  # two workers of two threads
+
+
+def test_dealt_points_come_back_in_order(monkeypatch):
+    seen = []
+
+    def block(index, plan, settings):
+        seen.append(index.tolist())
+        return np.repeat(index[:, None].astype(float), len(rates._VARIABLES), axis=1)
+
+    monkeypatch.setattr(rates, "_block", block)
+    rows = rates._interleaved(None, (2, 5), None, tasks=3).compute(scheduler="sync")
+    np.testing.assert_array_equal(rows[..., 0], np.arange(10).reshape(2, 5))
+    assert sorted(seen) == [[0, 3, 6, 9], [1, 4, 7], [2, 5, 8]]

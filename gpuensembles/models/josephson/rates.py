@@ -55,8 +55,6 @@ _VARIABLES = ("rate", "rate_stderr", "steps", "interfaces", "replicas", "run_pro
 #: sampling's stages stay below ``ffs.MAX_STAGES``), and most stages of such a chain: a point
 #: whose probability lies below about ``P_TARGET ** RUN_MAX_STAGES`` (1e-21) is left unresolved.
 RUN_FIRST_STAGE, RUN_MAX_STAGES = 512, 40
-#: Points per worker up to which an active client gets one task per point (:func:`_points_per_task`).
-POINTS_PER_WORKER = 256
 #: Replicas of a run-probability chain (pools of escaped states).
 RUN_REPLICAS = 16
 #: The time unit of every rate (``units: "1"`` beside it).
@@ -424,12 +422,17 @@ def _max_steps(settings, table) -> int:
 
 
 def _lazy(plan, grid, chunks, settings):
-    """One dask task per block of points (the rates of a point do not depend on the blocks)."""
+    """One dask task per block of points (the rates of a point do not depend on the blocks).
+
+    Without ``chunks`` (an active client), the points are dealt out in turn to one task per
+    worker thread (:func:`_interleaved`), so that each GPU gets batches of points, as an eager
+    run gives it all of them, and each batch a share of the costly and the cheap ones.
+    """
     da = engine.dask_array()
+    if chunks is None:
+        return _interleaved(plan, grid, settings, engine.thread_count())
     sizes = dict(zip(plan.sweep_dims, grid))
-    if chunks is None:  # an active client: spread the points over its workers
-        chunks = _points_per_task(sizes, engine.worker_count())
-    elif not isinstance(chunks, dict):
+    if not isinstance(chunks, dict):
         chunks = {d: engine.check_count("chunks", chunks) for d in plan.sweep_dims}
     unknown = set(chunks) - set(sizes)
     if unknown:
@@ -442,17 +445,21 @@ def _lazy(plan, grid, chunks, settings):
                          chunks=blocks + ((len(_VARIABLES),),))
 
 
-def _points_per_task(sizes: dict, workers: int) -> dict:
-    """Chunks for an active client: one point per task, unless there are over `POINTS_PER_WORKER` per worker.
+def _interleaved(plan, grid, settings, tasks: int):
+    """The points in ``tasks`` tasks, task ``t`` taking points ``t, t + tasks, ...``; rows back in order.
 
-    Points differ in cost by orders of magnitude (a barrier of 2 theta against one of 40), so
-    small tasks balance the workers best; a point costs far more than a dask task.
+    Neighbouring biases cost alike (a barrier of 40 theta takes forward flux sampling, one of 2
+    theta a few direct trials), so dealing them out in turn balances the tasks.
     """
-    if not sizes:
-        return {}
-    *outer, last = sizes
-    per_task = max(1, math.prod(sizes.values()) // (POINTS_PER_WORKER * workers))
-    return {**{d: 1 for d in outer}, last: min(per_task, sizes[last])}
+    da = engine.dask_array()
+    n = math.prod(grid)
+    tasks = max(1, min(tasks, n))
+    dealt = np.concatenate([np.arange(t, n, tasks) for t in range(tasks)])
+    sizes = tuple(len(range(t, n, tasks)) for t in range(tasks))
+    starting()
+    rows = da.map_blocks(_block, da.from_array(dealt, chunks=(sizes,)), plan, settings, new_axis=1,
+                         dtype=np.float64, chunks=(sizes, (len(_VARIABLES),)), meta=np.empty((0, 0)))
+    return rows[np.argsort(dealt)].reshape(grid + (len(_VARIABLES),))
 
 
 def _points(plan, settings, start, stop):
