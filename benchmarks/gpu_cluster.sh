@@ -7,9 +7,6 @@
 set -u
 export PYTHONUNBUFFERED=1
 source benchmarks/gpu_install.sh
-out=${OUT:-/tmp/out}; mkdir -p "$out"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/gpu.txt"
-git log -1 --format='tree: %h %s' 2>/dev/null | tee -a "$out/gpu.txt"
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   python3 -m pytest -m gpu -n 0 -p no:cacheprovider -q -k "cluster or client_process" tests 2>&1 \
     | tee "$out/pytest_gpu.log" | tail -4

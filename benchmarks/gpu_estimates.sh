@@ -6,9 +6,6 @@
 set -u
 export PYTHONUNBUFFERED=1
 source benchmarks/gpu_install.sh
-out=${OUT:-/tmp/out}; mkdir -p "$out"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/gpu.txt"
-git log -1 --format='tree: %h %s' 2>/dev/null | tee -a "$out/gpu.txt"
 timeout "${LIMIT:-540}" python3 -m benchmarks.estimates --gpu-sized --backend cuda ${ONLY:+--only "$ONLY"} \
   > "$out/estimates.log" 2>&1
 echo "exit $?"

@@ -10,9 +10,6 @@ set -u
 export PYTHONUNBUFFERED=1
 T0=$SECONDS
 source benchmarks/gpu_install.sh
-out=${OUT:-/tmp/out}; mkdir -p "$out"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/gpu.txt"
-git log -1 --format='tree: %h %s' 2>/dev/null | tee -a "$out/gpu.txt"
 left=$(( ${LIMIT:-540} - (SECONDS - T0) ))
 # the recovery section stops starting sets at --limit; those under way finish (about one fit more)
 timeout "$left" python3 -m benchmarks.bench_fit --only "${1:-choice,recovery}" --limit $(( left - 200 )) \
