@@ -399,6 +399,40 @@ class ChunkStore:
                                                                         (block,))],
         }).encode())
 
+    def latest(self, block: tuple):
+        """The verified chunk ``block + (k,)`` of the largest ``k``, as ``(k, values)``, or None.
+
+        For states saved along a chunk's way (``k``: how far it got); a state that does not
+        verify is passed over, with a warning, for the one before it.
+
+        Parameters
+        ----------
+        block : tuple of int
+            The chunk's index, without the last number.
+
+        Returns
+        -------
+        tuple or None
+            ``(k, values)``.
+        """
+        stem = self.prefix + "-" + "-".join(str(int(i)) for i in block) + "-"
+        found = []
+        for record in self.path.glob(f"{stem}*.json"):
+            tail = record.name[len(stem):-len(".json")]
+            if tail.isdigit():
+                found.append(int(tail))
+        for k in sorted(found, reverse=True):
+            values = self.get(block + (k,))
+            if values is not None:
+                return k, values
+        return None
+
+    def forget(self, block: tuple):
+        """Delete the chunk ``block`` (its record first: a half-deleted chunk is never reused)."""
+        data, record = self._files(block)
+        record.unlink(missing_ok=True)
+        data.unlink(missing_ok=True)
+
     def get_or_run(self, block: tuple, run):
         """The chunk's values from the store, or ``run()`` written to it.
 

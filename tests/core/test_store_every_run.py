@@ -128,3 +128,39 @@ def test_a_changed_call_is_refused_and_the_seed_is_kept(name, tmp_path, monkeypa
     assert again.attrs["seed"] == first.attrs["seed"] == 11
     plan = json.loads((store / "plan.json").read_text())
     assert plan["plan"]["seed"] == 11
+
+
+def test_ising_killed_inside_a_chunk_resumes_from_its_saved_state(tmp_path, monkeypatch):
+    # one chunk (a single lattice): without the state saved between sweeps, a kill would lose it all
+    from gpuensembles.models.ising import run as ising_model
+
+    store = tmp_path / "run"
+    call = (f"ge.ising(L=64, beta=0.44, sweeps=640, realizations=1, seed=3, backend='cpu', progress=False, "
+            f"store={str(store)!r})")
+    child_code = CHILD.format(call=f"__import__('gpuensembles.models.ising.run', fromlist=['x'])"
+                                   f".CHECKPOINT_SECONDS = 0.0\n{call}")
+    child = subprocess.Popen([sys.executable, "-c", child_code], env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                             stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 600
+    while not list(store.glob("chunk-L64-at-*.json")) and time.time() < deadline and child.poll() is None:
+        time.sleep(0.01)
+    if child.poll() is None:
+        os.kill(child.pid, signal.SIGKILL)
+    _, err = child.communicate()
+    assert child.returncode == -signal.SIGKILL, err[-3000:]
+    assert not list(store.glob("chunk-L64-0-1.json"))  # the chunk itself had not finished
+    spans_run = []
+    runner = ising_model.lattices.cpu_runner
+
+    def counting(kind):
+        run = runner(kind)
+        return lambda *args, **kw: spans_run.append(args[-1]) or run(*args, **kw)
+
+    monkeypatch.setattr(ising_model.lattices, "cpu_runner", counting)
+    resumed = _run(call)
+    assert spans_run and spans_run[0][0] > 0  # it went on from the saved state, not from sweep 0
+    assert len(spans_run) < len(ising_model._spans(640))
+    monkeypatch.setattr(ising_model.lattices, "cpu_runner", runner)
+    fresh = _run(call.replace(f", store={str(store)!r}", ""))
+    for variable in fresh.data_vars:
+        np.testing.assert_array_equal(resumed[variable].values, fresh[variable].values, err_msg=variable)

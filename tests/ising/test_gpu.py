@@ -18,7 +18,7 @@ BETAS = [0.3, 0.4, float(theory.ISING_BETA_C), 0.5]
 
 
 @pytest.mark.parametrize("path", ["resident", "launched", "strips", "int8"])
-def test_gpu_configurations_equal_cpu(monkeypatch, path):
+def test_gpu_configurations_equal_cpu(monkeypatch, tmp_path, path):
     # All arithmetic is integer: the GPU must reproduce the CPU chains bit for bit.
     if path == "launched":
         monkeypatch.setattr(lattices, "RESIDENT_MAX_L", 0)
@@ -34,8 +34,12 @@ def test_gpu_configurations_equal_cpu(monkeypatch, path):
     assert gpu.attrs["backend"] == "cuda"
     if path == "strips":
         assert "L=64: strips" in gpu.attrs["layout"]
+    # a stored run: its chunks run in pieces of sweeps, each saved, the lattices copied back in between
+    monkeypatch.setattr(ising_model, "CHECKPOINT_SECONDS", 0.0)
+    stored = ge.ising(backend="cuda", store=tmp_path / "run", **kw)
     for name in cpu.data_vars:
         np.testing.assert_array_equal(gpu[name].values, cpu[name].values, err_msg=name)
+        np.testing.assert_array_equal(stored[name].values, cpu[name].values, err_msg=f"{name}, stored")
 
 
 def test_gpu_strips_over_several_column_blocks_equal_cpu():

@@ -251,3 +251,58 @@ def test_chains_still_coarsening_are_named_in_one_warning():
                       **CPU)
     check = ds.ising.equilibration()
     assert check["drifting"].sel(beta=0.5).any() and not check["drifting"].sel(beta=0.3).any()
+
+
+def test_sweep_segments_within_a_span_are_those_of_the_whole_run_cut_there():
+    for therm, sweeps, every, most, span in [(5, 12, 3, 4, (4, 11)), (0, 6, 2, 10, (3, 6)), (7, 20, 20, 6, (0, 9))]:
+        inside = list(lattices.sweep_segments(therm, sweeps, every, most, span))
+        assert [t for first, stop, _ in inside for t in range(first, stop)] == list(range(*span))
+        measured = {therm + k * every - 1 for k in range(1, sweeps // every + 1)}
+        assert {stop - 1 for _, stop, m in inside if m} == measured & set(range(*span))
+    assert [lattices.measured_before(t, 5, 3) for t in (0, 5, 7, 8, 11)] == [0, 0, 0, 1, 2]
+
+
+@pytest.mark.parametrize("kernel, L, realizations", [
+    ("multispin", 16, 64),   # many groups: each thread runs whole groups
+    ("multispin", 512, 1),   # one group of 512^2 lattices: the items of a half-sweep over the threads
+    ("int8", 12, 3),
+])
+def test_a_run_in_pieces_equals_it_in_one(kernel, L, realizations):
+    # what a stored run does between checkpoints: the same chains, bins and series to the bit
+    kw = dict(L=L, beta=[0.3, 0.44], sweeps=12, thermalization=3, measure_every=2, realizations=realizations,
+              series=True, snapshot=True, kernel=kernel, seed=9, **CPU)
+    whole = ising_model._spans(15, 1)
+    assert whole == [(0, 15)] and ising_model._spans(15, 4) == [(0, 4), (4, 8), (8, 12), (12, 15)]
+    setup = ising_model._Setup.make(kernel, L, np.array(kw["beta"]), realizations, True, 9, 6, 6, True, "cpu")
+    schedule = (3, 12, 2)
+    one = ising_model._run_groups(setup, schedule, 0, setup.n_groups)
+
+    class EverySpan:  # a store that saves after every piece and tells which pieces ran
+        saved = {}
+
+        def latest(self, block):
+            return None
+
+        def put(self, block, values):
+            self.saved[block[-1]] = {k: v.copy() for k, v in values.items()}
+
+        def forget(self, block):
+            pass
+
+    pieces = EverySpan()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ising_model, "CHECKPOINT_SECONDS", 0.0)
+        patch.setattr(ising_model, "CHECKPOINT_PIECES", 5)
+        stepped = ising_model._run_groups(setup, schedule, 0, setup.n_groups, checkpoints=pieces)
+        for name in one:
+            np.testing.assert_array_equal(stepped[name], one[name], err_msg=name)
+        assert sorted(pieces.saved) == [3, 6, 9, 12]
+
+        class ResumeAt9(EverySpan):  # resumed from the state saved after sweep 9
+            def latest(self, block):
+                return 9, pieces.saved[9]
+
+        resumed = ising_model._run_groups(setup, schedule, 0, setup.n_groups, checkpoints=ResumeAt9())
+    for name in one:
+        np.testing.assert_array_equal(resumed[name], one[name], err_msg=name)
+    assert ge.ising(**kw).bin_e.size  # the public call of the same case runs

@@ -17,7 +17,12 @@ A run is ``run(lattice, thr, group0, seed, keys, hot, geometry, schedule, bins, 
 * ``schedule = (thermalization, sweeps, measure_every)``: a measurement after every
   ``measure_every``-th sweep past the thermalization;
 * ``bins (n_systems, n_bins, 6)``, ``series (n_systems, n_measurements or 0, 2)``: float64
-  outputs of :func:`metropolis.record` (bins must start at zero).
+  outputs of :func:`metropolis.record` (bins must start at zero);
+* ``span = (first, stop)`` (default: the whole schedule): run sweeps ``first`` to
+  ``stop - 1`` only, continuing from ``lattice`` as given (not drawing it) unless
+  ``first = 0``, and adding to ``bins`` and ``series`` as they are. The random numbers are
+  those of the sweeps' own numbers, so a run in several spans equals it in one, bit for bit
+  (a stored run keeps its state between them).
 
 Counts are integers (exact and order-independent), so both targets give identical bins.
 """
@@ -201,15 +206,15 @@ def cpu_runner(kind: str):
     @cached
     @numba.njit(parallel=True)
     def run_groups(lattice, words, thr, group0, seed, key, L, S, strips, spg, span, n_systems, therm, sweeps, every,
-                   row, bins, series):
-        # Many groups: each thread runs whole groups through the whole schedule.
+                   row, bins, series, first, stop, i0):
+        # Many groups: each thread runs whole groups through the sweeps [first, stop).
         per_group = 2 * L * S
         n_groups = lattice.size // per_group
         counts = np.zeros((n_groups, 32, _COUNTS), dtype=np.int64)
         for group in numba.prange(n_groups):
             g = np.int64(group)
-            i = np.int64(0)
-            for t in range(therm + sweeps):
+            i = np.int64(i0)
+            for t in range(first, stop):
                 measured = t >= therm and (t - therm + 1) % every == 0
                 for c in range(2):
                     for y in range(L):
@@ -226,15 +231,15 @@ def cpu_runner(kind: str):
     @cached
     @numba.njit(parallel=True)
     def run_items(lattice, words, thr, group0, seed, key, L, S, strips, spg, span, n_systems, therm, sweeps, every, row,
-                  bins, series):
+                  bins, series, first, stop, i0):
         # Few large lattices: the items of each half-sweep are spread over the threads.
         per_group = 2 * L * S
         n_groups = lattice.size // per_group
         items = L * row
         flips = np.zeros(n_groups * items, dtype=np.uint32)
         counts = np.zeros((n_groups, 32, _COUNTS), dtype=np.int64)
-        i = np.int64(0)
-        for t in range(therm + sweeps):
+        i = np.int64(i0)
+        for t in range(first, stop):
             measured = t >= therm and (t - therm + 1) % every == 0
             for c in range(2):
                 for it in numba.prange(n_groups * items):
@@ -253,17 +258,20 @@ def cpu_runner(kind: str):
                                    sweeps // every, bins, series)
                 i += 1
 
-    def run(lattice, thr, group0, seed, keys, hot, geometry, schedule, bins, series):
-        L, S, strips, spg, span, n_systems = geometry
+    def run(lattice, thr, group0, seed, keys, hot, geometry, schedule, bins, series, span=None):
+        L, S, strips, spg, span_lanes, n_systems = geometry
         therm, sweeps, every = schedule
-        initial_lattice(lattice, multispin, hot, L, S, np.uint32(group0), np.uint32(seed), keys[1])
+        first, stop = span or (0, therm + sweeps)
+        if first == 0:
+            initial_lattice(lattice, multispin, hot, L, S, np.uint32(group0), np.uint32(seed), keys[1])
         key = keys[0]
         n_groups = lattice.size // (2 * L * S)
         many = n_groups >= numba.config.NUMBA_NUM_THREADS or n_groups * L * S < _MIN_ITEMS_PER_HALF_SWEEP
         words = words_of(lattice, kind, S, np.empty(0, np.uint32))
         (run_groups if many else run_items)(
-            lattice, words, thr, np.uint32(group0), np.uint32(seed), np.uint32(key), L, S, strips, spg, span, n_systems,
-            therm, sweeps, every, items_per_row(kind, S), bins, series)
+            lattice, words, thr, np.uint32(group0), np.uint32(seed), np.uint32(key), L, S, strips, spg, span_lanes,
+            n_systems, therm, sweeps, every, items_per_row(kind, S), bins, series, np.int64(first), np.int64(stop),
+            np.int64(measured_before(first, therm, every)))
 
     return run
 
@@ -303,14 +311,20 @@ _TASK_COLUMNS = 1
 _WORDS_PER_LAUNCH = 1 << 33
 
 
-def sweep_segments(therm: int, sweeps: int, every: int, most: int):
+def measured_before(sweep: int, therm: int, every: int) -> int:
+    """Measurements made before sweep ``sweep`` (the measured sweeps are ``therm + k every - 1``)."""
+    return max(0, sweep - therm) // every
+
+
+def sweep_segments(therm: int, sweeps: int, every: int, most: int, span=None):
     """``(first, stop, measured)`` for each launch of the sweeps of a run: sweeps ``first`` to
     ``stop - 1``, at most ``most`` of them, and whether sweep ``stop - 1`` is measured (the
     measured sweeps, ``therm + k every - 1`` for ``k = 1 .. sweeps / every``, each end one).
+    ``span = (first, end)`` limits them to sweeps ``first`` to ``end - 1`` (default: all).
     """
-    first, end = 0, therm + sweeps
+    first, end = span or (0, therm + sweeps)
     while first < end:
-        stop = min(therm + every * max(1, (first - therm) // every + 1), first + most)
+        stop = min(therm + every * max(1, (first - therm) // every + 1), first + most, end)
         yield first, stop, stop > therm and (stop - therm) % every == 0
         first = stop
 
@@ -910,7 +924,8 @@ def cuda_runner(kind: str):
 
     @cached
     @cuda.jit(**kernel_options("ising_resident"))
-    def resident(lattice, thr, group0, seed, key, L, S, rows, therm, sweeps, every, n_systems, bins, series):
+    def resident(lattice, thr, group0, seed, key, L, S, rows, therm, sweeps, every, n_systems, bins, series,
+                 first_sweep, stop_sweep, i0):
         # One block per group of 32 lattices, kept in shared memory for the whole run.
         sh = cuda.shared.array(0, dtype=numba.uint32)
         tally = cuda.shared.array((_COUNTS, 32), dtype=numba.int32)
@@ -931,7 +946,7 @@ def cuda_runner(kind: str):
         cuda.syncthreads()
         rounds = (words + nt - 1) // nt
         n_measurements = sweeps // every
-        i_meas = 0
+        i_meas = i0
         # The measurement: item k = r nt + tid is word (y, j) = divmod(k, S); from one round
         # to the next (y, j) moves by divmod(nt, S), no division per word.
         y0, j0 = np.uint32(tid // S), np.uint32(tid % S)
@@ -952,8 +967,8 @@ def cuda_runner(kind: str):
         first = np.uint32(warp * np.uint32(room + 1))
         below_mask = lanes_below()
         by_columns = divisor(columns)  # (no division by a run-time value in the sweeps)
-        next_measured = therm + every - 1  # the sweeps measured: therm + k every - 1, k = 1, 2, ...
-        for t in range(therm + sweeps):
+        next_measured = therm + (i0 + 1) * every - 1  # the sweeps measured: therm + k every - 1, k = 1, 2, ...
+        for t in range(first_sweep, stop_sweep):
             measured = t == next_measured
             flips = 0
             for c in range(2):
@@ -1000,20 +1015,25 @@ def cuda_runner(kind: str):
         for i in range(tid, 2 * words, nt):
             lattice[g * 2 * words + i] = sh[i]
 
-    def run(lattice, thr, group0, seed, keys, hot, geometry, schedule, bins, series):
-        L, S, strips, spg, span, n_systems = geometry
+    def run(lattice, thr, group0, seed, keys, hot, geometry, schedule, bins, series, span=None):
+        L, S, strips, spg, span_lanes, n_systems = geometry
         therm, sweeps, every = schedule
+        first, stop = span or (0, therm + sweeps)
+        i0 = measured_before(first, therm, every)
         n_groups = int(lattice.size // (2 * L * S))
         seed, key, group0 = np.uint32(seed), np.uint32(keys[0]), np.uint32(group0)
         with out_of_memory_as_memory_error(f"{n_groups} groups of {L} x {L} lattices"):
-            d_lattice = cuda.device_array_like(lattice)
+            d_lattice = cuda.device_array_like(lattice) if first == 0 else cuda.to_device(lattice)
             d_thr, d_bins, d_series = (cuda.to_device(a) for a in (thr, bins, series))
             d_counts = cuda.to_device(np.zeros((n_groups, 32, _COUNTS), dtype=np.int64))
         stream = cuda.stream()
         with launching("ising", stream):
-            initial[-(-lattice.size // 256), 256, stream](d_lattice, hot, 2 * L * S, group0, seed, np.uint32(keys[1]))
+            if first == 0:
+                initial[-(-lattice.size // 256), 256, stream](d_lattice, hot, 2 * L * S, group0, seed,
+                                                              np.uint32(keys[1]))
             if multispin and not strips and L <= RESIDENT_MAX_L:
-                args = [d_lattice, d_thr, group0, seed, key, L, S, 2, therm, sweeps, every, n_systems, d_bins, d_series]
+                args = [d_lattice, d_thr, group0, seed, key, L, S, 2, therm, sweeps, every, n_systems, d_bins, d_series,
+                        np.int64(first), np.int64(stop), np.int64(i0)]
                 most = 1024 if sim else compiled(resident, *args).max_threads_per_block
                 sms = 1 if sim else cuda.get_current_device().MULTIPROCESSOR_COUNT
                 threads = min(resident_threads(n_groups, sms, most), -(-(L * S) // 32) * 32)
@@ -1022,12 +1042,12 @@ def cuda_runner(kind: str):
             else:
                 sweep = sweeper(stream, d_lattice, d_thr, d_counts, n_groups, L, S, strips, seed, key, group0)
                 most = max(1, _WORDS_PER_LAUNCH // (n_groups * 2 * L * S))  # sweeps per launch (multi-spin)
-                i = 0
-                for first, stop, measured in sweep_segments(therm, sweeps, every, most):
-                    sweep(first, stop, measured)
+                i = i0
+                for begin, end, measured in sweep_segments(therm, sweeps, every, most, (first, stop)):
+                    sweep(begin, end, measured)
                     if measured:
-                        record[-(-int(n_systems) // 128), 128, stream](d_counts, i, sweeps // every, L * L, spg, span,
-                                                                  n_systems, d_bins, d_series)
+                        record[-(-int(n_systems) // 128), 128, stream](d_counts, i, sweeps // every, L * L, spg,
+                                                                  span_lanes, n_systems, d_bins, d_series)
                         i += 1
         for host, device in ((lattice, d_lattice), (bins, d_bins), (series, d_series)):
             if host.size:

@@ -7,6 +7,7 @@ memory does not grow with the number of sweeps.
 """
 
 import functools
+import time
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -30,6 +31,9 @@ STRIPS_MIN_L = 1024
 MAX_L = 65536
 #: Sweeps are counted in a uint32 half-sweep counter (one value is reserved).
 MAX_SWEEPS = 2**31 - 1
+#: A stored run's chunk runs its sweeps in this many pieces, and saves its state after a piece
+#: when this many seconds have passed since the last save (a kill loses at most that much).
+CHECKPOINT_PIECES, CHECKPOINT_SECONDS = 64, 60.0
 DEFAULT_BINS = 64
 BIN_QUANTITIES = ("e", "e2", "abs_m", "m2", "m4", "acceptance")
 _BIN_ATTRS = {
@@ -163,7 +167,9 @@ def ising(
             setup = _Setup.make(kernel, size, betas, realizations, start == "hot", seed, n_bins,
                                 n_meas if series else 0, snapshot, backend)
             units = engine.Units("lattices", per_item=setup.spg, total=setup.n_systems, desc=f"L={size}")
-            raw = engine.run_realizations(functools.partial(_run_groups, setup, schedule), setup.n_groups,
+            block = functools.partial(_run_groups, setup, schedule,
+                                      checkpoints=stored and stored.part(f"L{size}-at"))
+            raw = engine.run_realizations(block, setup.n_groups,
                                           setup.outputs(), chunks=chunks, pieces=20, progress=progress, unit=units,
                                           what=f"L={size}, {betas.size} values of beta, realizations={realizations}",
                                           store=stored and stored.part(f"L{size}"))
@@ -278,8 +284,21 @@ class _Setup:
         }
 
 
-def _run_groups(setup, schedule, start, stop) -> dict:
-    """Groups ``[start, stop)`` of one ``L``: bin sums, series and snapshots per lattice."""
+def _spans(total: int, pieces: int | None = None) -> list:
+    """``(first, stop)`` of the pieces of up to ``ceil(total / pieces)`` sweeps a stored chunk runs in
+    (default `CHECKPOINT_PIECES` pieces)."""
+    size = max(1, -(-total // (pieces or CHECKPOINT_PIECES)))
+    return [(first, min(first + size, total)) for first in range(0, total, size)]
+
+
+def _run_groups(setup, schedule, start, stop, checkpoints=None) -> dict:
+    """Groups ``[start, stop)`` of one ``L``: bin sums, series and snapshots per lattice.
+
+    With ``checkpoints`` (a part of the run's store), the sweeps run in pieces
+    (:func:`_spans`), and the state after a piece (lattices, bins, series) is saved there
+    when `CHECKPOINT_SECONDS` have passed since the last save: a chunk killed on its way
+    resumes from its last state, with the numbers of a run in one piece.
+    """
     L, S, spg = setup.L, setup.S, setup.spg
     multispin = setup.kernel == "multispin"
     lattice = np.empty((stop - start) * 2 * L * S, dtype=np.uint32 if multispin else np.int8)
@@ -291,7 +310,21 @@ def _run_groups(setup, schedule, start, stop) -> dict:
     backend = _backend.resolve(setup.backend)
     run = lattices.cuda_runner(setup.kernel) if backend == "cuda" else lattices.cpu_runner(setup.kernel)
     geometry = (L, S, setup.layout == "strips", spg, setup.span, n_systems)
-    run(lattice, thr, start, setup.seed, setup.keys, setup.hot, geometry, schedule, bins, series)
+    total = sum(schedule[:2])
+    spans = [(0, total)] if checkpoints is None else _spans(total)
+    saved = None if checkpoints is None else checkpoints.latest((start, stop))
+    if saved is not None:
+        done, state = saved
+        lattice[...], bins[...], series[...] = state["lattice"], state["bins"], state["series"]
+        spans = [(max(first, done), stop) for first, stop in spans if stop > done]
+    last = time.monotonic()
+    for span in spans:
+        run(lattice, thr, start, setup.seed, setup.keys, setup.hot, geometry, schedule, bins, series, span)
+        if checkpoints is not None and span[1] < total and time.monotonic() - last >= CHECKPOINT_SECONDS:
+            checkpoints.put((start, stop, span[1]), {"lattice": lattice, "bins": bins, "series": series})
+            if saved is not None:
+                checkpoints.forget((start, stop, saved[0]))
+            saved, last = (span[1], None), time.monotonic()
 
     def per_group(values):
         out = np.zeros(((stop - start) * spg,) + values.shape[1:], values.dtype)
