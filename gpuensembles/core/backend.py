@@ -257,6 +257,19 @@ def cuda_available() -> bool:
         return False
 
 
+def cpu_threading_layer() -> str:
+    """The threading layer numba's parallel CPU kernels use in this process (``"tbb"``, ``"omp"`` or ``"workqueue"``).
+
+    Starts numba's thread pool (no CUDA): the layer is chosen when the first parallel kernel
+    would run. ``workqueue``, the fallback where neither TBB nor OpenMP is found, aborts the
+    process when two threads run parallel kernels at once.
+    """
+    from numba.np.ufunc import parallel
+
+    parallel._launch_threads()
+    return numba.threading_layer()
+
+
 def gpu_count() -> int:
     """Number of real CUDA GPUs visible (0 under the simulator); creates no context."""
     if simulating_cuda() or not cuda_available():

@@ -23,7 +23,9 @@ def cluster(n_gpus=None, **kwargs):
     n_gpus : int, optional
         Use the first ``n_gpus`` GPUs (default: all). 0 forces the CPU cluster.
     **kwargs
-        Passed to the cluster (e.g. ``threads_per_worker``, ``dashboard_address``).
+        Passed to the cluster (e.g. ``threads_per_worker``, ``dashboard_address``). A CPU
+        cluster of several threads per worker needs numba's TBB or OpenMP threading layer
+        (ValueError otherwise: its ``workqueue`` layer is not thread-safe).
 
     Examples
     --------
@@ -46,4 +48,9 @@ def cluster(n_gpus=None, **kwargs):
         return Client(LocalCUDACluster(**kwargs))
     kwargs.setdefault("n_workers", 1)
     kwargs.setdefault("threads_per_worker", 1)
+    threads = kwargs["threads_per_worker"]
+    if isinstance(threads, int) and threads > 1 and _backend.cpu_threading_layer() == "workqueue":
+        raise ValueError(f"threads_per_worker={threads} needs a thread-safe numba threading layer (tbb or omp), and "
+                         "this machine has only 'workqueue', which aborts when two threads run kernels at once: "
+                         "install tbb (pip install tbb), or use threads_per_worker=1 and more n_workers")
     return Client(LocalCluster(**kwargs))

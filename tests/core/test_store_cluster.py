@@ -146,3 +146,12 @@ def test_cluster_without_gpus_is_a_cpu_cluster(reference, monkeypatch):
         assert len(client.scheduler_info()["workers"]) == 1
     with pytest.raises(ValueError, match="n_gpus"):
         ge.cluster(n_gpus=2)
+
+
+def test_cpu_cluster_of_several_threads_needs_a_thread_safe_layer(monkeypatch):
+    monkeypatch.setattr(_backend, "gpu_count", lambda: 0)
+    monkeypatch.setattr(_backend, "cpu_threading_layer", lambda: "workqueue")
+    with pytest.raises(ValueError, match="threads_per_worker=2.*tbb"):
+        ge.cluster(threads_per_worker=2, processes=False, dashboard_address=None)
+    monkeypatch.undo()
+    assert _backend.cpu_threading_layer() in ("tbb", "omp", "workqueue")
