@@ -89,7 +89,7 @@ def _run(call: str):
 
 
 def _records(store: Path) -> list:
-    return [p for p in store.rglob("chunk-*.json")]
+    return list(store.rglob("chunk-*.json"))
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

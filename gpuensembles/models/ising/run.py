@@ -312,19 +312,20 @@ def _run_groups(setup, schedule, start, stop, checkpoints=None) -> dict:
     geometry = (L, S, setup.layout == "strips", spg, setup.span, n_systems)
     total = sum(schedule[:2])
     spans = [(0, total)] if checkpoints is None else _spans(total)
-    saved = None if checkpoints is None else checkpoints.latest((start, stop))
-    if saved is not None:
-        done, state = saved
+    found = None if checkpoints is None else checkpoints.latest((start, stop))
+    saved_at = None  # the sweep of the state kept in the store
+    if found is not None:
+        saved_at, state = found
         lattice[...], bins[...], series[...] = state["lattice"], state["bins"], state["series"]
-        spans = [(max(first, done), stop) for first, stop in spans if stop > done]
+        spans = [(max(a, saved_at), b) for a, b in spans if b > saved_at]
     last = time.monotonic()
     for span in spans:
         run(lattice, thr, start, setup.seed, setup.keys, setup.hot, geometry, schedule, bins, series, span)
         if checkpoints is not None and span[1] < total and time.monotonic() - last >= CHECKPOINT_SECONDS:
             checkpoints.put((start, stop, span[1]), {"lattice": lattice, "bins": bins, "series": series})
-            if saved is not None:
-                checkpoints.forget((start, stop, saved[0]))
-            saved, last = (span[1], None), time.monotonic()
+            if saved_at is not None:
+                checkpoints.forget((start, stop, saved_at))
+            saved_at, last = span[1], time.monotonic()
 
     def per_group(values):
         out = np.zeros(((stop - start) * spg,) + values.shape[1:], values.dtype)

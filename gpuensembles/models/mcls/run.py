@@ -143,8 +143,8 @@ def mc_solve(A, b, method: Method = "adjoint", histories=1_000_000, *, weight_cu
         return engine.run_items(p.run, batches, p.width, chunks=chunks, pieces=pieces, progress=show, unit="batches",
                                 what=what, store=part)
 
-    with engine.stored_run(store, "mc_solve", {**call, "force": force, "keep_batches": keep_batches},
-                           problem.seed) as stored:
+    described = {**call, "force": force, "keep_batches": keep_batches, "backend": backend}
+    with engine.stored_run(store, "mc_solve", described, problem.seed) as stored:
         if resolved is None:  # lazy: the walks are the workers'
             ds = _solved(problem, method, tolerance, max_iterations, run, resolved, keep_batches)
         else:
