@@ -12,13 +12,15 @@ the update rate. The table shows the median and range of three calls after a war
 """
 
 import argparse
+import time
+import warnings
 
 import numpy as np
 
 import gpuensembles as ge
 from gpuensembles.models.ising import theory
 
-from . import baselines, measure
+from . import baselines, measure, peers
 from .bench_escape_times import gpu_available
 
 BETA = float(theory.ISING_BETA_C)
@@ -39,6 +41,94 @@ CPU_CASES = {
 #: baseline on the same lattice) and ensemble mode, 8192 lattices of 64^2.
 TABLE_CASES = {"cuda": (CASES["multispin, one lattice"], CASES["int8, one lattice"], CASES["ensemble, 64x64"]),
                "cpu": (("multispin", 256, 1, 1, 40), ("int8", 256, 1, 1, 10), ("multispin", 64, 8, 32, 200))}
+
+
+#: The calls users make, by backend: ``ge.ising(L=L, beta=beta_c, sweeps=S, thermalization=0)``
+#: with the defaults (one lattice, ``measure_every=1``) at these sizes, the ensemble of
+#: ``(L, lattices)`` with ``measure_every=1``, and the README's Ising example; each call made long
+#: enough (``MIN_CALL_SECONDS``) that fixed costs do not flatter or hide the rate.
+DEFAULT_SIZES = {"cuda": (1024, 2048, 4096, 16384), "cpu": (64, 128)}
+DEFAULT_ENSEMBLE = {"cuda": (64, 8192), "cpu": (64, 64)}
+README_EXAMPLE = dict(L=[16, 32, 64], beta=[0.40, 0.42, 0.44, 0.46, 0.48], sweeps=20000, thermalization=2000,
+                      realizations=32)
+MIN_CALL_SECONDS = {"cuda": 1.0, "cpu": 0.05}
+
+
+def default_call(L, realizations, sweeps, every, backend):
+    """``call() -> flip attempts`` of ``ge.ising`` at beta_c with ``thermalization=0``, measuring every
+    ``every`` sweeps (``None``: once, at the end)."""
+    def call():
+        with warnings.catch_warnings():  # chains still coarsening (thermalization=0 on purpose)
+            warnings.filterwarnings("ignore", "chains? still drifting", RuntimeWarning)
+            ds = ge.ising(L=L, beta=BETA, sweeps=sweeps, thermalization=0, realizations=realizations,
+                          measure_every=every or sweeps, seed=1, backend=backend, progress=False)
+        e = ds.bin_e.values
+        assert np.all((e >= -2) & (e <= 2)), "energies per spin must lie in [-2, 2]"
+        return realizations * L * L * sweeps
+
+    return call
+
+
+def long_enough(make_call, seconds):
+    """The sweeps that make ``make_call(sweeps)()`` last ``seconds`` or more, and the call:
+    doubled from 8 sweeps until a call takes a fifth of that, then scaled up (with a margin)."""
+    sweeps, took = 8, 0.0
+    make_call(sweeps)()  # compiles or loads the kernels
+    while took < seconds / 5:
+        sweeps *= 2
+        t0 = time.perf_counter()
+        make_call(sweeps)()
+        took = time.perf_counter() - t0
+    sweeps = max(sweeps, int(sweeps * 1.3 * seconds / took))
+    return sweeps, make_call(sweeps)
+
+
+def whole_call_rate(call, repeats):
+    """flips/ns over the whole call (what a user sees), ``repeats`` calls after a warm-up."""
+    return measure.timed(call, repeats).rates("flips/ns", 1e-9, which="call")
+
+
+def default_rows(backend, repeats):
+    """Rows of the calls users make (whole calls, ``measure_every=1``): each against the same call
+    measuring once (the kernels' rate), then against cuIsing on the same lattice where it runs."""
+    seconds = MIN_CALL_SECONDS[backend]
+    rows = []
+    cases = [(L, 1) for L in DEFAULT_SIZES[backend]] + [DEFAULT_ENSEMBLE[backend]]
+    for L, lattices in cases:
+        what = f"one {L}^2 lattice" if lattices == 1 else f"{lattices} lattices of {L}^2"
+        sweeps, call = long_enough(lambda n, L=L, r=lattices: default_call(L, r, n, 1, backend), seconds)
+        every_one = whole_call_rate(call, repeats)
+        sweeps_once, call_once = long_enough(lambda n, L=L, r=lattices: default_call(L, r, n, None, backend), seconds)
+        once = whole_call_rate(call_once, repeats)
+        rows.append(measure.Row(f"ising default call, {what} at beta_c ({sweeps} sweeps, measure_every=1)", every_one,
+                                every_one, f"the same call measuring once ({sweeps_once} sweeps)", once,
+                                ratio_as_percent=True))
+        if backend == "cuda" and lattices == 1:
+            rates, why = [], None
+            for _ in range(repeats):
+                rate, why = peers.cuising_rate(L, sweeps_once, BETA)
+                if rate is None:
+                    break
+                rates.append(rate)
+            name = f"cuIsing, the same lattice ({sweeps_once} sweeps, its kernel timer)" if rates else f"cuIsing: {why}"
+            rows.append(measure.Row(f"ising default call, {what} (row above)", every_one, every_one, name,
+                                    measure.Figure(rates, "flips/ns", "cuIsing's events") if rates else None))
+    example = dict(README_EXAMPLE) if backend == "cuda" else dict(README_EXAMPLE, sweeps=200, thermalization=20)
+    flips = (sum(L * L for L in example["L"]) * len(example["beta"]) * example["realizations"]
+             * (example["sweeps"] + example["thermalization"]))
+
+    def readme(every=1):
+        def call():
+            with warnings.catch_warnings():  # the README's short thermalization, as the README runs it
+                warnings.filterwarnings("ignore", "chains? still drifting", RuntimeWarning)
+                ge.ising(**example, measure_every=every, seed=1, backend=backend, progress=False)
+            return flips
+        return call
+
+    rows.append(measure.Row("ising README example (L = 16, 32, 64; 5 betas; 32 realizations; measure_every=1)",
+                            whole_call_rate(readme(), repeats), None, "the same call measuring once",
+                            whole_call_rate(readme(example["sweeps"]), repeats), ratio_as_percent=True))
+    return rows
 
 
 def ising_call(kernel, L, n_beta, realizations, sweeps, backend):
@@ -73,6 +163,7 @@ def table_rows(backend, repeats):
     ensemble mode against that large-lattice rate (target >= 90 %) and, on a GPU, the
     large-lattice rate against the bound of its random numbers alone."""
     large, int8, ensemble = TABLE_CASES[backend]
+    rows = default_rows(backend, repeats)
 
     def figures(case):
         timed = timed_flips(*case, backend=backend, repeats=repeats)
@@ -80,10 +171,10 @@ def table_rows(backend, repeats):
 
     (big, big_call), (ref, _), (many, many_call) = figures(large), figures(int8), figures(ensemble)
     L, lattices = large[1], ensemble[2] * ensemble[3]
-    rows = [measure.Row(f"ising multi-spin, one {L}^2 lattice at beta_c", big, big_call,
-                        f"int8 kernel, the same lattice ({int8[4]} sweeps)", ref),
-            measure.Row(f"ising ensemble mode, {lattices} lattices of {ensemble[1]}^2", many, many_call,
-                        f"multi-spin rate on one {L}^2 lattice (row above)", big, ratio_as_percent=True)]
+    rows += [measure.Row(f"ising multi-spin, one {L}^2 lattice at beta_c", big, big_call,
+                         f"int8 kernel, the same lattice ({int8[4]} sweeps)", ref),
+             measure.Row(f"ising ensemble mode, {lattices} lattices of {ensemble[1]}^2", many, many_call,
+                         f"multi-spin rate on one {L}^2 lattice (row above)", big, ratio_as_percent=True)]
     if backend == "cuda":  # the bound of the first row: its random numbers alone
         bound = measure.repeated(baselines.philox_bound_launcher(L), repeats)
         rows.append(measure.Row(f"ising multi-spin, one {L}^2 lattice (first row)", big, big_call,
