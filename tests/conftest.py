@@ -46,6 +46,11 @@ def _simulator_cases() -> dict:
     # three blocks of the simulator's 2 x 8 rows, 20 words a row a partial warp
     ising["launched-strips"] = dict(ising["launched"], L=64, beta=0.44, realizations=1)
     ising["launched-crowded"] = dict(ising["launched"], L=40)
+    # strips count their measurements inside the sweeps: with room for one word set aside, the
+    # lanes finished at once and later both change the counts; at beta = 0.4 both dE = 4 and
+    # dE = 8 lanes are finished (at 0.44 a tie at dE = 4 accepts 3 % of the time: none did);
+    # measurements every 2 sweeps after 1 (sweeps 2, 4 and 6), one launch or one a sweep (stored)
+    ising["launched-strips-crowded"] = dict(ising["launched-strips"], beta=0.4, sweeps=6, measure_every=2, bins=3)
     # the resident kernel's column walk: "resident" (L = 6) walks three pieces of a row of 3
     # words side by side in one warp; here three warps (GPUENSEMBLES_ISING_RESIDENT_THREADS=96)
     # on 35 words a row: two columns of words, the second with three, 18 pieces of 8 rows (the

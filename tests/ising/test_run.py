@@ -227,6 +227,23 @@ def test_sweep_segments_end_at_every_measured_sweep():
         assert measured <= {stop - 1 for _, stop, _ in segments}
 
 
+def test_measured_launches_cover_the_sweeps_with_at_most_so_many_measurements():
+    # the fused launches: every sweep once, in order, each launch at most `most` sweeps and
+    # `measurements` measured sweeps, which it says how many it has; within a span the same cut there
+    for therm, sweeps, every, most, measurements, span in [(0, 6, 2, 10, 1, None), (5, 12, 3, 4, 2, None),
+                                                           (3, 40, 1, 100, 7, None), (7, 20, 20, 6, 3, None),
+                                                           (5, 30, 2, 9, 4, (4, 23)), (0, 1, 1, 1, 1, None)]:
+        launches = list(lattices.measured_launches(therm, sweeps, every, most, measurements, span))
+        first, end = span or (0, therm + sweeps)
+        assert [t for a, b, _ in launches for t in range(a, b)] == list(range(first, end))
+        measured = {therm + k * every - 1 for k in range(1, sweeps // every + 1)}
+        assert all(0 < b - a <= most and 0 <= n <= measurements for a, b, n in launches)
+        assert [n for a, b, n in launches] == [len(measured & set(range(a, b))) for a, b, _ in launches]
+    assert lattices.measurements_per_launch(1) == lattices._MEASUREMENTS_PER_LAUNCH
+    assert lattices.measurements_per_launch(10**6) == 1  # counts of a million groups: one measurement a launch
+    assert lattices.measurements_per_launch(2000) * 2000 * 32 * 3 * 8 <= lattices._COUNT_BYTES
+
+
 def test_divide_by_a_divisor_is_exact_for_every_uint32():
     # the kernels' division by run-time values (multiply and shifts): equal to // and % for
     # divisors and numerators at the edges of their ranges (powers of two and their

@@ -316,6 +316,30 @@ def measured_before(sweep: int, therm: int, every: int) -> int:
     return max(0, sweep - therm) // every
 
 
+#: Measurements one launch of the persistent multi-spin sweeps may count (fused), and the
+#: bytes their counts may take on the device (768 per group and measurement).
+_MEASUREMENTS_PER_LAUNCH = 4096
+_COUNT_BYTES = 64 << 20
+
+
+def measurements_per_launch(n_groups: int) -> int:
+    """Measured sweeps per launch of the fused multi-spin sweeps, for ``n_groups`` groups."""
+    return max(1, min(_MEASUREMENTS_PER_LAUNCH, _COUNT_BYTES // (n_groups * 32 * _COUNTS * 8)))
+
+
+def measured_launches(therm: int, sweeps: int, every: int, most: int, measurements: int, span=None):
+    """``(first, stop, measured)`` for each launch of the fused multi-spin sweeps: sweeps
+    ``first`` to ``stop - 1``, at most ``most`` of them and at most ``measurements`` of them
+    measured (``measured``: how many; the measured sweeps are ``therm + k every - 1``).
+    ``span = (first, end)`` limits them to sweeps ``first`` to ``end - 1`` (default: all)."""
+    first, end = span or (0, therm + sweeps)
+    while first < end:
+        before = measured_before(first, therm, every)
+        stop = min(first + most, end, therm + (before + measurements) * every)
+        yield first, stop, measured_before(stop, therm, every) - before
+        first = stop
+
+
 def sweep_segments(therm: int, sweeps: int, every: int, most: int, span=None):
     """``(first, stop, measured)`` for each launch of the sweeps of a run: sweeps ``first`` to
     ``stop - 1``, at most ``most`` of them, and whether sweep ``stop - 1`` is measured (the
@@ -595,9 +619,19 @@ def cuda_runner(kind: str):
                                           group0 + g))
                 q = np.uint32(q + np.uint32(32))
             if count and g < n_groups and n > 0:
-                cuda.atomic.add(counts, (g, 0, 2), np.int64(n))
+                cuda.atomic.add(counts, (0, g, 0, 2), np.int64(n))
 
         return half_sweep
+
+    @cuda.jit(device=True)
+    def finished_counts(flip, written, dE4, bonds):
+        """``(down, anti)`` changes when the lanes ``flip`` of a word ``written`` (as counted) flip
+        after its head: each turns its spin, and adds 2 anti-aligned bonds at dE = 4 (lanes of
+        ``dE4``), 4 at dE = 8 (``bonds``: count those)."""
+        flips = np.int64(cuda.popc(flip))
+        down = flips - 2 * np.int64(cuda.popc(flip & written))
+        anti = 4 * flips - 2 * np.int64(cuda.popc(flip & dE4)) if bonds else np.int64(0)
+        return down, anti
 
     @cuda.jit(device=True)
     def set_aside(lat, aside, first, room, spare, n_aside, at, undecided, dE4, written, table, seed, key, hs, mine,
@@ -628,7 +662,7 @@ def cuda_runner(kind: str):
 
     @cuda.jit(device=True)
     def walk_column(lat, table, aside, first, room, spare, c, j, y, rows, live, L32, S32, strips, edge, mine, other,
-                    seed, key, hs, group, count, below_mask, buf):
+                    seed, key, hs, group, count, fused, below_mask, buf):
         """Every thread of a warp: the Metropolis update of word ``j`` of ``rows`` rows (even) of
         colour ``c`` from row ``y`` (even), walking down the column two rows at a time (the two
         words' random numbers drawn side by side: on an H200 2780 flips/ns, against 2670 one
@@ -640,8 +674,16 @@ def cuda_runner(kind: str):
         lane but 0 and 31 of the first and last columns of a strips layout; the persistent
         kernel always rotates, with no branch in the walk). A word with
         lanes left after HEAD_BLOCKS is set aside (the warp's ``room`` slots of ``aside`` from
-        row ``first``), for the warp to finish all of them together at the end. Returns the
-        flips of the thread's lane when ``count``."""
+        row ``first``), for the warp to finish all of them together at the end.
+
+        Returns ``(flips, down, anti)``. With ``count`` and not ``fused``: the flips of the
+        thread's lane over the warp's words (``lane_count``), and zeros. With ``count`` and
+        ``fused`` (one lattice per group: the lanes are its strips): the thread's own totals of
+        flipped spins, down spins of the words it leaves, and, in colour 1, the anti-aligned
+        bonds of those words to their four neighbours (every bond of the lattice has one end
+        in colour 1, so colour 1's words count each once). The words count as written by the
+        head of the update, then the lanes finished later are added: a lane that flips turns
+        its spin (down count -1 or +1) and, at dE = 4 or 8, adds 2 or 4 anti-aligned bonds."""
         # the side words of the rows from y: index in the row and left rotation (a strip edge
         # crossed: the next or previous lane); rows of odd columns take the next word j + 1,
         # rows of even columns the previous one, and the two alternate down the column
@@ -664,6 +706,9 @@ def cuda_runner(kind: str):
             same = lat[_index(row_other, j)]
         n_aside = np.uint32(0)
         flips = 0
+        down = 0
+        anti = 0
+        counted_bonds = fused and c == 1
         # rows y and y + 1 (L is even): two words side by side; the steps counted down in 32
         # bits (a range's 64-bit counter cost 4 instructions a step: 2997-3004 flips/ns against
         # 3045-3054, H200, 16384^2)
@@ -695,16 +740,31 @@ def cuda_runner(kind: str):
                 s1 = np.uint32(s1 ^ f1)
                 lat[_index(at0)] = s0
                 lat[_index(at1)] = s1
+                if count and fused:
+                    down += cuda.popc(s0) + cuda.popc(s1)
+                    if counted_bonds:
+                        anti += (cuda.popc(s0 ^ up) + cuda.popc(s0 ^ mid) + cuda.popc(s0 ^ same) + cuda.popc(s0 ^ side0)
+                                 + cuda.popc(s1 ^ same) + cuda.popc(s1 ^ low) + cuda.popc(s1 ^ mid)
+                                 + cuda.popc(s1 ^ side1))
                 up, same = mid, low
                 row_other = row_low
             row_mine = np.uint32(row_mine + S32 + S32)
-            flip, n_aside = set_aside(lat, aside, first, room, spare, n_aside, at0, undecided0, dE4_0, s0, table, seed,
-                                      key, hs, mine, group, below_mask, buf)
-            f0 |= flip
-            flip, n_aside = set_aside(lat, aside, first, room, spare, n_aside, at1, undecided1, dE4_1, s1, table, seed,
-                                      key, hs, mine, group, below_mask, buf)
-            f1 |= flip
-            if count:
+            flip0, n_aside = set_aside(lat, aside, first, room, spare, n_aside, at0, undecided0, dE4_0, s0, table,
+                                       seed, key, hs, mine, group, below_mask, buf)
+            flip1, n_aside = set_aside(lat, aside, first, room, spare, n_aside, at1, undecided1, dE4_1, s1, table,
+                                       seed, key, hs, mine, group, below_mask, buf)
+            f0 |= flip0
+            f1 |= flip1
+            if count and fused:
+                flips += cuda.popc(f0) + cuda.popc(f1)
+                if flip0 | flip1:  # finished at once (no room to set them aside)
+                    d, a = finished_counts(flip0, s0, dE4_0, counted_bonds)
+                    down += d
+                    anti += a
+                    d, a = finished_counts(flip1, s1, dE4_1, counted_bonds)
+                    down += d
+                    anti += a
+            elif count:
                 flips += lane_count(f0, buf) + lane_count(f1, buf)
             y = np.uint32(y + np.uint32(2))
         warp_barrier()  # the slots the other lanes wrote
@@ -722,13 +782,52 @@ def cuda_runner(kind: str):
                 f = np.uint32(finish_lanes(aside[e, 1], aside[e, 2], table, 0, seed, key, hs, np.uint32(at - mine),
                                            group))
                 lat[_index(at)] = np.uint32(aside[e, 3] ^ f)
-            if count:
+                if count and fused:
+                    flips += cuda.popc(f)
+                    d, a = finished_counts(f, aside[e, 3], aside[e, 2], counted_bonds)
+                    down += d
+                    anti += a
+            if count and not fused:
                 flips += lane_count(f, buf)
         warp_barrier()  # the slots read before the warp sets words aside again
-        return flips
+        return flips, down, anti
 
     sweep_warps = 2 if sim else _SWEEP_WARPS  # per block of column_sweeps
     column_slots = sweep_warps * _WARP_ROOM  # the words a block of column_sweeps can set aside
+
+    @cuda.jit(device=True)
+    def measurement_of(hs, therm, by_every, m0):
+        """Whether half-sweep ``hs`` is in a measured sweep (``therm + k every - 1``, ``k >= 1``;
+        ``by_every = divisor(every)``), and ``k - 1 - m0``, its slot of the launch's counts."""
+        t = np.uint32(hs >> np.uint32(1))
+        if t < np.uint32(therm):
+            return False, np.int64(-1)
+        k, r = divide(np.uint32(t + np.uint32(1) - np.uint32(therm)), by_every)
+        return r == 0, np.int64(k) - 1 - m0
+
+    if sim:
+        @cuda.jit(device=True)
+        def add_counts(counts, m, g, flips, down, anti):
+            """Add a thread's sums to ``counts[m, g, its lane]`` (the simulator has no shuffles)."""
+            lane = cuda.threadIdx.x & 31
+            cuda.atomic.add(counts, (m, g, lane, 0), down)
+            cuda.atomic.add(counts, (m, g, lane, 1), anti)
+            cuda.atomic.add(counts, (m, g, lane, 2), flips)
+    else:
+        @cuda.jit(device=True)
+        def add_counts(counts, m, g, flips, down, anti):
+            """Every thread of a warp: the warp's sums, added to ``counts[m, g, slot]`` by its lane 0
+            (slot: the warp's number in the grid modulo 32, so that warps add to different words)."""
+            for k in range(5):
+                offset = 16 >> k
+                flips += cuda.shfl_down_sync(_ALL_LANES, flips, offset)
+                down += cuda.shfl_down_sync(_ALL_LANES, down, offset)
+                anti += cuda.shfl_down_sync(_ALL_LANES, anti, offset)
+            if cuda.threadIdx.x & 31 == 0:
+                slot = (cuda.blockIdx.x * cuda.blockDim.y + cuda.threadIdx.y) & 31
+                cuda.atomic.add(counts, (m, g, slot, 0), down)
+                cuda.atomic.add(counts, (m, g, slot, 1), anti)
+                cuda.atomic.add(counts, (m, g, slot, 2), flips)
 
     @cuda.jit(device=True)
     def decode(t, tasks, per_sweep, per_group, per_band, groups, ny):
@@ -773,8 +872,8 @@ def cuda_runner(kind: str):
 
     @cached
     @cuda.jit(**kernel_options("half_sweep"))
-    def column_sweeps(lattice, thr, hs0, half_sweeps, count_from, g0, n_groups, L, S, strips, seed, key, group0, queue,
-                      taken, bands, done, counts):
+    def column_sweeps(lattice, thr, hs0, half_sweeps, count_from, therm, every, m0, g0, n_groups, L, S, strips, seed,
+                      key, group0, queue, taken, bands, done, counts):
         # Multi-spin, persistent: half-sweeps hs0 .. hs0 + half_sweeps - 1 of the launch's groups
         # (from g0; ``lattice`` holds them, fewer than 2^32 words: every index is a 32-bit offset).
         # A task is one half-sweep of a tile of C = _TASK_COLUMNS columns of 32 words (tile bx)
@@ -799,6 +898,11 @@ def cuda_runner(kind: str):
         # and the acquire of the counts read (CUDA's grid barrier has the same pattern:
         # barrier, fence, atomic, wait, fence, barrier); it also empties L1, so no tile is
         # read from a stale line.
+        # What is counted: with ``strips`` (one lattice per group), every measured sweep of the
+        # launch (``therm + k every - 1``) in ``counts[k - 1 - m0, group]`` (fused: see
+        # walk_column; each warp keeps its sums over the block's tasks of one measurement and
+        # group, and adds them when the block moves on); else the flips of the half-sweeps from
+        # ``count_from`` per lane in ``counts[0, group]`` (the measure kernel adds the rest).
         buf = cuda.shared.array(buf_size, dtype=numba.uint32)
         table = cuda.shared.array(stride, dtype=numba.uint32)
         aside = cuda.shared.array((column_slots, 4), dtype=numba.uint32)
@@ -818,6 +922,9 @@ def cuda_runner(kind: str):
         tasks = half_sweeps * tiles
         per_sweep, per_group, per_band = divisor(tiles), divisor(ny * nx), divisor(nx)
         below_mask = lanes_below()
+        by_every = divisor(every)
+        held_m, held_g = np.int64(-1), np.uint32(0)  # the measurement and group the warp's sums are of
+        sum_flips = sum_down = sum_anti = np.int64(0)
         if first:
             h, g, by, bx = decode(cuda.atomic.add(queue, 0, np.int64(1)) - taken, tasks, per_sweep, per_group,
                                   per_band, groups, ny)
@@ -842,15 +949,27 @@ def cuda_runner(kind: str):
             colours = g * np.uint32(2) * L32 * S32
             mine = np.uint32(colours + c * L32 * S32)  # where colour c's rows start, and the other's
             other = np.uint32(colours + (np.uint32(1) - c) * L32 * S32)
-            count = h >= count_from
+            if strips:
+                count, m = measurement_of(hs, therm, by_every, m0)
+                if count and (m != held_m or g != held_g):
+                    if held_m >= 0:
+                        add_counts(counts, held_m, g0 + held_g, sum_flips, sum_down, sum_anti)
+                    held_m, held_g = m, g
+                    sum_flips = sum_down = sum_anti = np.int64(0)
+            else:
+                count = h >= count_from
             for column in range(bx * np.uint32(_TASK_COLUMNS), min((bx + np.uint32(1)) * np.uint32(_TASK_COLUMNS),
                                                                    columns)):
                 j = np.uint32(np.uint32(column) * np.uint32(32) + np.uint32(lane))
-                flips = walk_column(lat, table, aside, np.uint32(warp * _WARP_ROOM), _WARP_ROOM, False, c, j, y,
-                                    per_thread, j < S32, L32, S32, strips, True, mine, other, seed, key, hs,
-                                    group0 + g0 + g, count, below_mask, buf)
-                if count and flips > 0:
-                    cuda.atomic.add(counts, (g0 + g, lane, 2), np.int64(flips))
+                flips, down, anti = walk_column(lat, table, aside, np.uint32(warp * _WARP_ROOM), _WARP_ROOM, False, c,
+                                                j, y, per_thread, j < S32, L32, S32, strips, True, mine, other, seed,
+                                                key, hs, group0 + g0 + g, count, strips, below_mask, buf)
+                if count and strips:
+                    sum_flips += flips
+                    sum_down += down
+                    sum_anti += anti
+                elif count and flips > 0:
+                    cuda.atomic.add(counts, (0, g0 + g, lane, 2), np.int64(flips))
             nxt = 1 - now
             if first:
                 h1, g1, by1, bx1 = decode(ticket - taken, tasks, per_sweep, per_group, per_band, groups, ny)
@@ -872,6 +991,8 @@ def cuda_runner(kind: str):
                     wait_for(bands, np.uint32(slots[nxt, 1]), np.uint32(slots[nxt, 2]), ny, (done + slots[nxt, 0]) * nx)
             cuda.syncthreads()
             now = nxt
+        if held_m >= 0:
+            add_counts(counts, held_m, g0 + held_g, sum_flips, sum_down, sum_anti)
 
     half_sweep = None if multispin else half_sweep_kernel(device(_update_quad_words))
     half_sweep_sites = None if multispin else half_sweep_kernel(device(_update_quad_sites))
@@ -895,12 +1016,12 @@ def cuda_runner(kind: str):
             down = lane_count(black ^ white, buf) + 2 * lane_count(black & white, buf)
             if g < n_groups:
                 lane = cuda.threadIdx.x & 31
-                cuda.atomic.add(counts, (g, lane, 0), np.int64(down))
-                cuda.atomic.add(counts, (g, lane, 1), np.int64(anti))
+                cuda.atomic.add(counts, (0, g, lane, 0), np.int64(down))
+                cuda.atomic.add(counts, (0, g, lane, 1), np.int64(anti))
         elif g < n_groups and j == 0 and y < L:
             down, anti = metropolis.site_counts(lattice, base, y, L, S)
-            cuda.atomic.add(counts, (g, 0, 0), np.int64(down))
-            cuda.atomic.add(counts, (g, 0, 1), np.int64(anti))
+            cuda.atomic.add(counts, (0, g, 0, 0), np.int64(down))
+            cuda.atomic.add(counts, (0, g, 0, 1), np.int64(anti))
 
     initial_item = device(_initial_item)
 
@@ -915,12 +1036,15 @@ def cuda_runner(kind: str):
 
     @cached
     @cuda.jit
-    def record(counts, i, n_measurements, N, spg, span, n_systems, bins, series):
+    def record(counts, measured, i, n_measurements, N, spg, span, n_systems, bins, series):
+        # measurements i .. i + measured - 1 (counts[0 .. measured - 1]), in order, one thread per
+        # system; the counts are zeroed for the next launch
         s = cuda.grid(1)
         counts, bins, series = view(counts), view(bins), view(series)
         if s < n_systems:
-            down, anti, flips = _system_counts(counts, s, spg, span)
-            metropolis.record(bins, series, s, i, n_measurements, N, down, anti, flips)
+            for k in range(measured):
+                down, anti, flips = _system_counts(counts[k], s, spg, span)
+                metropolis.record(bins, series, s, i + k, n_measurements, N, down, anti, flips)
 
     @cached
     @cuda.jit(**kernel_options("ising_resident"))
@@ -981,7 +1105,7 @@ def cuda_runner(kind: str):
                     live = piece < pieces and j < S32 and mine_in_warp < side_by_side
                     flips += walk_column(sh, planes, aside, first, room, True, c, j, np.uint32(band * np.uint32(rows)),
                                          rows, live, L32, S32, False, False, mine, other, seed, key, hs, group0 + g,
-                                         measured, below_mask, buf)
+                                         measured, False, below_mask, buf)[0]
                 cuda.syncthreads()  # the colour's words written before the other colour reads them
             if measured:
                 down = 0
@@ -1025,7 +1149,10 @@ def cuda_runner(kind: str):
         with out_of_memory_as_memory_error(f"{n_groups} groups of {L} x {L} lattices"):
             d_lattice = cuda.device_array_like(lattice) if first == 0 else cuda.to_device(lattice)
             d_thr, d_bins, d_series = (cuda.to_device(a) for a in (thr, bins, series))
-            d_counts = cuda.to_device(np.zeros((n_groups, 32, _COUNTS), dtype=np.int64))
+            # the counts of the measurements of one launch (fused: see column_sweeps), else of one
+            fused = multispin and strips
+            per_launch = measurements_per_launch(n_groups) if fused else 1
+            d_counts = cuda.to_device(np.zeros((per_launch, n_groups, 32, _COUNTS), dtype=np.int64))
         stream = cuda.stream()
         with launching("ising", stream):
             if first == 0:
@@ -1040,25 +1167,29 @@ def cuda_runner(kind: str):
                 args[7] = resident_rows(L, S, threads)
                 resident[n_groups, threads, stream, 8 * L * S](*args)
             else:
-                sweep = sweeper(stream, d_lattice, d_thr, d_counts, n_groups, L, S, strips, seed, key, group0)
+                sweep = sweeper(stream, d_lattice, d_thr, d_counts, n_groups, L, S, strips, seed, key, group0, schedule)
                 most = max(1, _WORDS_PER_LAUNCH // (n_groups * 2 * L * S))  # sweeps per launch (multi-spin)
+                launches = (measured_launches(therm, sweeps, every, most, per_launch, (first, stop)) if fused else
+                            sweep_segments(therm, sweeps, every, most, (first, stop)))
                 i = i0
-                for begin, end, measured in sweep_segments(therm, sweeps, every, most, (first, stop)):
-                    sweep(begin, end, measured)
+                for begin, end, measured in launches:
+                    sweep(begin, end, measured, i)
                     if measured:
-                        record[-(-int(n_systems) // 128), 128, stream](d_counts, i, sweeps // every, L * L, spg,
-                                                                  span_lanes, n_systems, d_bins, d_series)
-                        i += 1
+                        record[-(-int(n_systems) // 128), 128, stream](d_counts, int(measured), i, sweeps // every,
+                                                                  L * L, spg, span_lanes, n_systems, d_bins, d_series)
+                        i += int(measured)
         for host, device in ((lattice, d_lattice), (bins, d_bins), (series, d_series)):
             if host.size:
                 device.copy_to_host(host, stream=stream)
         stream.synchronize()
 
-    def sweeper(stream, d_lattice, d_thr, d_counts, n_groups, L, S, strips, seed, key, group0):
-        """``sweep(first, stop, measured)``: sweeps ``first`` to ``stop - 1`` of every part of up to
-        65535 groups and 2^32 words (multi-spin: one persistent launch a part; int8: two
-        half-sweep launches a sweep), counting the flips of the last one and then the
-        measurement counts if ``measured``; the launches' arguments are converted once."""
+    def sweeper(stream, d_lattice, d_thr, d_counts, n_groups, L, S, strips, seed, key, group0, schedule):
+        """``sweep(first, stop, measured, i)``: sweeps ``first`` to ``stop - 1`` of every part of up
+        to 65535 groups and 2^32 words (multi-spin: one persistent launch a part; int8: two
+        half-sweep launches a sweep). Multi-spin strips count every measured sweep among them
+        in the launch (measurements from ``i``); else the flips of the last sweep are counted
+        and then the measurement counts, if ``measured``. The launches' arguments are
+        converted once."""
         block = (32, 2) if simulating_cuda() else (32, _BLOCK_ROWS)
         row = items_per_row(kind, S)
         measured_row = S if multispin else 1  # int8 counts whole rows
@@ -1072,7 +1203,7 @@ def cuda_runner(kind: str):
             measure_grid = (-(-measured_row // 32), -(-L // block[1]), z)
             if multispin:
                 sweeps = persistent_part(stream, part, (32, sweep_warps), d_thr, g0, n_groups, L, S, strips, seed, key,
-                                         group0, d_counts)
+                                         group0, d_counts, schedule)
                 parts.append((g0, measure_grid, sweeps))
                 continue
             args = (part, words_of(part, kind, S, unused), d_thr, 0, row, g0, n_groups, L, S, strips, seed, key,
@@ -1081,40 +1212,41 @@ def cuda_runner(kind: str):
             launch = prepared_launch(kernel, (-(-row // (32 * per_thread)), -(-L // block[1]), z), block, stream, args,
                                      varying=(3, 12, 14))
 
-            def half_sweeps(first, stop, measured, launch=launch):
+            def half_sweeps(first, stop, measured, i, launch=launch):
                 for t in range(first, stop):
                     for c in range(2):
                         launch(c, np.uint32(2 * t + c), measured and t == stop - 1)
 
             parts.append((g0, measure_grid, half_sweeps))
 
-        def sweep(first, stop, measured):
+        def sweep(first, stop, measured, i):
             for g0, measure_grid, sweeps in parts:
-                sweeps(first, stop, measured)
-                if measured:
+                sweeps(first, stop, measured, i)
+                if measured and not (multispin and strips):
                     measure[measure_grid, block, stream](d_lattice, measured_row, g0, n_groups, L, S, strips, d_counts)
 
         return sweep
 
-    def persistent_part(stream, part, block, d_thr, g0, n_groups, L, S, strips, seed, key, group0, d_counts):
-        """``sweeps(first, stop, measured)`` of :func:`sweeper` for one part (``part``: its groups
-        from ``g0``): one launch of ``column_sweeps`` on as many blocks as fit on the GPU."""
+    def persistent_part(stream, part, block, d_thr, g0, n_groups, L, S, strips, seed, key, group0, d_counts, schedule):
+        """``sweeps(first, stop, measured, i)`` of :func:`sweeper` for one part (``part``: its
+        groups from ``g0``): one launch of ``column_sweeps`` on as many blocks as fit on the GPU."""
         groups, bands = len(part) // (2 * L * S), -(-L // (block[1] * per_thread))
         queue = cuda.to_device(np.zeros(1, np.int64))
         finished = cuda.to_device(np.zeros(groups * bands, np.int64))
-        args = [part, d_thr, np.uint32(0), np.int64(0), np.int64(0), g0, n_groups, L, S, strips, seed, key, group0,
-                queue, np.int64(0), finished, np.int64(0), d_counts]
+        therm, _, every = schedule
+        args = [part, d_thr, np.uint32(0), np.int64(0), np.int64(0), np.uint32(therm), np.uint32(every), np.int64(0),
+                g0, n_groups, L, S, strips, seed, key, group0, queue, np.int64(0), finished, np.int64(0), d_counts]
         # every block takes tasks until none is left (then one more ticket); the simulator runs
         # its blocks one after the other: the first takes every task
         blocks = 2 if simulating_cuda() else compiled(column_sweeps, *args).max_cooperative_grid_blocks(block)
-        launch = prepared_launch(column_sweeps, blocks, block, stream, args, varying=(2, 3, 4, 14, 16))
+        launch = prepared_launch(column_sweeps, blocks, block, stream, args, varying=(2, 3, 4, 7, 17, 19))
         tasks = groups * bands * -(-S // (32 * _TASK_COLUMNS))  # per half-sweep
         state = {"taken": 0, "done": 0}  # tickets taken and half-sweeps finished before the next launch
 
-        def sweeps(first, stop, measured):
+        def sweeps(first, stop, measured, i):
             n = 2 * (stop - first)
-            launch(np.uint32(2 * first), np.int64(n), np.int64(n - 2 if measured else n), np.int64(state["taken"]),
-                   np.int64(state["done"]))
+            launch(np.uint32(2 * first), np.int64(n), np.int64(n - 2 if measured else n), np.int64(i),
+                   np.int64(state["taken"]), np.int64(state["done"]))
             state["taken"] += n * tasks + blocks
             state["done"] += n
 
