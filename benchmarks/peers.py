@@ -48,11 +48,16 @@ def cuising_binary():
     cc = "".join(map(str, _backend.cuda_module().get_current_device().compute_capability))
     build = Path(tempfile.mkdtemp(prefix="cuising-"))
     binary = build / "cuIsing"
-    command = [nvcc, "-O3", "--use_fast_math", f"-arch=sm_{cc}", "-Xcompiler=-fopenmp", "-x", "cu",
-               str(source / "main.cu"), "-x", "c", str(source / "utils.c"), "-o", str(binary)]
-    proc = subprocess.run(command, capture_output=True, text=True)
-    if proc.returncode != 0:
-        return None, f"building cuIsing failed: {proc.stderr.strip()[-300:]}"
+    # as its Makefile builds it, for this GPU's architecture
+    for command in (["gcc", "-c", "-O3", f"-I{Path(nvcc).parent.parent / 'include'}", str(source / "utils.c"), "-o",
+                     str(build / "utils.o")],
+                    [nvcc, "-c", "-O3", "--use_fast_math", f"-arch=sm_{cc}", str(source / "main.cu"), "-o",
+                     str(build / "main.o")],
+                    [nvcc, "-o", str(binary), str(build / "main.o"), str(build / "utils.o"), "-Xcompiler=-fopenmp"]):
+        proc = subprocess.run(command, capture_output=True, text=True)
+        if proc.returncode != 0:
+            errors = [line for line in proc.stderr.splitlines() if "error" in line] or proc.stderr.splitlines()
+            return None, f"building cuIsing failed ({Path(command[0]).name}): {' / '.join(errors[:3])[:300]}"
     return str(binary), None
 
 
