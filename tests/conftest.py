@@ -49,7 +49,8 @@ def _simulator_cases() -> dict:
     # strips count their measurements inside the sweeps: with room for one word set aside, the
     # lanes finished at once and later both change the counts; at beta = 0.4 both dE = 4 and
     # dE = 8 lanes are finished (at 0.44 a tie at dE = 4 accepts 3 % of the time: none did);
-    # measurements every 2 sweeps after 1 (sweeps 2, 4 and 6), one launch or one a sweep (stored)
+    # measurements every 2 sweeps after 1 (sweeps 2, 4 and 6), one launch or one a sweep (stored);
+    # two rows a thread (GPUENSEMBLES_ISING_SWEEP_ROWS=2), where the other cases take 8
     ising["launched-strips-crowded"] = dict(ising["launched-strips"], beta=0.4, sweeps=6, measure_every=2, bins=3)
     # the resident kernel's column walk: "resident" (L = 6) walks three pieces of a row of 3
     # words side by side in one warp; here three warps (GPUENSEMBLES_ISING_RESIDENT_THREADS=96)

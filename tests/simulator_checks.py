@@ -107,6 +107,7 @@ MAX_GRID_Z = lattices._MAX_GRID_Z
 def ising(path):
     lattices.RESIDENT_MAX_L = 0 if path.startswith("launched") else RESIDENT_MAX_L
     os.environ[lattices.RESIDENT_THREADS_VARIABLE] = "96" if path == "resident-columns" else ""
+    os.environ[lattices.SWEEP_ROWS_VARIABLE] = "2" if path == "launched-strips-crowded" else ""
     ising_model.STRIPS_MIN_L = 64 if path.startswith("launched-strips") else STRIPS_MIN_L
     lattices._WARP_ROOM = 1 if path.endswith("crowded") else WARP_ROOM
     lattices._MAX_GRID_Z = 1 if path == "launched-chunks" else MAX_GRID_Z

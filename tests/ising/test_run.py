@@ -244,6 +244,21 @@ def test_measured_launches_cover_the_sweeps_with_at_most_so_many_measurements():
     assert lattices.measurements_per_launch(2000) * 2000 * 32 * 3 * 8 <= lattices._COUNT_BYTES
 
 
+def test_sweep_rows_give_half_the_resident_threads_a_column_else_the_fewest(monkeypatch):
+    monkeypatch.delenv(lattices.SWEEP_ROWS_VARIABLE, raising=False)
+    threads = 132 * 2048  # an H100's
+    assert lattices.sweep_rows(16384 * 256, threads) == 8  # one 16384^2 lattice in strips: 4.2M words a colour
+    assert lattices.sweep_rows(2 * 8192 * 128, threads) == 8  # two 8192^2 lattices: 262144 columns of 8 rows
+    assert lattices.sweep_rows(8192 * 128, threads) == 4
+    assert lattices.sweep_rows(4096 * 64, threads) == 2  # 262144 words: 131072 columns of two rows
+    assert lattices.sweep_rows(1024 * 16, threads) == 2
+    monkeypatch.setenv(lattices.SWEEP_ROWS_VARIABLE, "4")
+    assert lattices.sweep_rows(16384 * 256, threads) == 4
+    monkeypatch.setenv(lattices.SWEEP_ROWS_VARIABLE, "3")
+    with pytest.raises(ValueError, match="GPUENSEMBLES_ISING_SWEEP_ROWS must be one of"):
+        lattices.sweep_rows(1024, threads)
+
+
 def test_divide_by_a_divisor_is_exact_for_every_uint32():
     # the kernels' division by run-time values (multiply and shifts): equal to // and % for
     # divisors and numerators at the edges of their ranges (powers of two and their

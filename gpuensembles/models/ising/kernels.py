@@ -287,11 +287,14 @@ RESIDENT_THREADS_VARIABLE = "GPUENSEMBLES_ISING_RESIDENT_THREADS"
 _ALL_LANES = 0xFFFFFFFF
 _TRANSPOSE = ((16, 0x0000FFFF), (8, 0x00FF00FF), (4, 0x0F0F0F0F), (2, 0x33333333), (1, 0x55555555))
 
-#: Update items per thread of the half-sweep kernels: one-off work (thresholds, key
-#: schedule, row indices, finishing the words set aside) is shared by that many items. The
-#: multi-spin kernel takes a column of that many rows (an even number: it takes two at a
-#: time); int8 that many stretches of a row (H200, 16384^2: 4 beat 1 by 30 %, 8 gained nothing).
-_ITEMS_PER_THREAD = {"multispin": 8, "int8": 4}
+#: Stretches of a row per thread of the int8 half-sweep kernels: one-off work (thresholds,
+#: key schedule, row indices) is shared by that many (H200, 16384^2: 4 beat 1 by 30 %, 8
+#: gained nothing). The multi-spin sweeps take a column of rows: see sweep_rows.
+_INT8_STRETCHES = 4
+#: Rows of a column a thread of the persistent multi-spin sweeps may take (even: it takes two
+#: at a time), most first; and the environment variable that sets them (benchmarks).
+SWEEP_ROWS = (8, 4, 2)
+SWEEP_ROWS_VARIABLE = "GPUENSEMBLES_ISING_SWEEP_ROWS"
 #: Words a warp of the persistent multi-spin kernel can set aside (shared memory, 16 bytes each):
 #: at most 11.8 % of its 256 words have lanes left after ``HEAD_BLOCKS`` (2^-8 per lane at
 #: dE > 0, any beta), 30 +- 5 on average; a word that finds no room is finished at once.
@@ -393,6 +396,27 @@ def resident_threads(n_groups: int, multiprocessors: int, most: int) -> int:
                          f"{most} threads per block; cap them with GPUENSEMBLES_REGISTER_LIMITS=ising_resident=N "
                          f"(N <= {65536 // threads})")
     return threads
+
+
+def sweep_rows(words: int, threads: int) -> int:
+    """Rows per thread of the persistent multi-spin sweeps (``K``): ``GPUENSEMBLES_ISING_SWEEP_ROWS``,
+    else the most of `SWEEP_ROWS` that still gives half the GPU's ``threads`` (those resident
+    at once) a column of its own in a half-sweep of ``words`` words (one colour of every
+    group), else the fewest. On an H100 (kernel flips/ns, measuring every sweep, K = 8 / 4 /
+    2): 1024^2 23 / 39 / 43, 2048^2 133 / 174 / 181, 4096^2 463 / 522 / 578, 8192^2 1468 /
+    1424 / 947, 16384^2 1931 / 1514 / 975 (short calls).
+
+    More rows share a task's one-off work (its ticket, waits and barriers, the words set
+    aside) among more words, which large lattices need (16384^2 ran fastest at 8); fewer rows
+    make more and shorter tasks, which a lattice too small to fill the GPU needs: a half-sweep
+    then waits on the longest chain of dependent updates, a thread's K words.
+    """
+    text = os.environ.get(SWEEP_ROWS_VARIABLE, "")
+    if text:
+        if text not in {str(k) for k in SWEEP_ROWS}:
+            raise ValueError(f"{SWEEP_ROWS_VARIABLE} must be one of {SWEEP_ROWS}, got {text!r}")
+        return int(text)
+    return next((k for k in SWEEP_ROWS if 2 * (words // k) >= threads), SWEEP_ROWS[-1])
 
 
 def resident_rows(L: int, S: int, threads: int) -> int:
@@ -568,7 +592,7 @@ def cuda_runner(kind: str):
         return update if sim else cuda.jit(device=True)(update.py_func)
 
     stride = metropolis.THRESHOLD_STRIDE[kind]
-    per_thread = _ITEMS_PER_THREAD[kind]
+    per_thread = _INT8_STRETCHES
     lane_count = _lane_count_device()
     buf_size = 1024 if simulating_cuda() else 1
 
@@ -873,11 +897,11 @@ def cuda_runner(kind: str):
     @cached
     @cuda.jit(**kernel_options("half_sweep"))
     def column_sweeps(lattice, thr, hs0, half_sweeps, count_from, therm, every, m0, g0, n_groups, L, S, strips, seed,
-                      key, group0, queue, taken, bands, done, counts):
+                      key, group0, queue, taken, bands, done, counts, K):
         # Multi-spin, persistent: half-sweeps hs0 .. hs0 + half_sweeps - 1 of the launch's groups
         # (from g0; ``lattice`` holds them, fewer than 2^32 words: every index is a 32-bit offset).
         # A task is one half-sweep of a tile of C = _TASK_COLUMNS columns of 32 words (tile bx)
-        # by R K rows (band by) of a group, blocks (32, R), K = per_thread: thread x of warp t
+        # by R K rows (band by) of a group, blocks (32, R), K even (sweep_rows): thread x of warp t
         # takes word 32 column + x of the K rows from y = K (R by + t) (walk_column), for each
         # column of the tile. Blocks take the tasks in order (half-sweep, group, band, tile)
         # from ``queue`` (``taken`` tickets before this launch) and count each finished one in
@@ -915,7 +939,7 @@ def cuda_runner(kind: str):
         L32, S32 = np.uint32(L), np.uint32(S)
         columns = np.uint32((S32 + np.uint32(31)) >> np.uint32(5))  # of 32 words
         nx = np.uint32((columns + np.uint32(_TASK_COLUMNS - 1)) // np.uint32(_TASK_COLUMNS))  # tasks a band
-        rows = np.uint32(cuda.blockDim.y * per_thread)
+        rows = np.uint32(cuda.blockDim.y * K)
         ny = np.uint32((L32 + rows - np.uint32(1)) // rows)
         groups = np.uint32(lattice.size // (2 * L * S))
         tiles = np.uint32(groups * ny * nx)  # tasks per half-sweep
@@ -945,7 +969,7 @@ def cuda_runner(kind: str):
                 loaded = g
             hs = np.uint32(hs0 + h)
             c = hs & np.uint32(1)
-            y = np.uint32((by * np.uint32(cuda.blockDim.y) + warp) * np.uint32(per_thread))
+            y = np.uint32((by * np.uint32(cuda.blockDim.y) + warp) * np.uint32(K))
             colours = g * np.uint32(2) * L32 * S32
             mine = np.uint32(colours + c * L32 * S32)  # where colour c's rows start, and the other's
             other = np.uint32(colours + (np.uint32(1) - c) * L32 * S32)
@@ -962,7 +986,7 @@ def cuda_runner(kind: str):
                                                                    columns)):
                 j = np.uint32(np.uint32(column) * np.uint32(32) + np.uint32(lane))
                 flips, down, anti = walk_column(lat, table, aside, np.uint32(warp * _WARP_ROOM), _WARP_ROOM, False, c,
-                                                j, y, per_thread, j < S32, L32, S32, strips, True, mine, other, seed,
+                                                j, y, K, j < S32, L32, S32, strips, True, mine, other, seed,
                                                 key, hs, group0 + g0 + g, count, strips, below_mask, buf)
                 if count and strips:
                     sum_flips += flips
@@ -1036,15 +1060,47 @@ def cuda_runner(kind: str):
 
     @cached
     @cuda.jit
-    def record(counts, measured, i, n_measurements, N, spg, span, n_systems, bins, series):
-        # measurements i .. i + measured - 1 (counts[0 .. measured - 1]), in order, one thread per
-        # system; the counts are zeroed for the next launch
+    def sum_counts(counts, measured, spg, span, n_systems, totals):
+        # totals[k, s] = the counts of system s in measurement k < measured (one thread each, all
+        # at once: a thread's sum over lanes waits on each load before it zeroes it)
+        t = cuda.grid(1)
+        counts, totals = view(counts), view(totals)
+        if t < measured * n_systems:
+            k = t // n_systems
+            s = t - k * n_systems
+            down, anti, flips = _system_counts(counts[k], s, spg, span)
+            totals[k, s, 0] = down
+            totals[k, s, 1] = anti
+            totals[k, s, 2] = flips
+
+    @cached
+    @cuda.jit
+    def record(totals, measured, i, n_measurements, N, n_systems, bins, series):
+        # measurements i .. i + measured - 1 (totals[0 .. measured - 1]), in order, one thread per
+        # system: a bin's sums are kept in registers while its measurements last (each added
+        # as metropolis.record adds it: the same sums)
         s = cuda.grid(1)
-        counts, bins, series = view(counts), view(bins), view(series)
+        totals, bins, series = view(totals), view(bins), view(series)
+        sums = cuda.local.array(6, numba.float64)
         if s < n_systems:
+            b = -1
             for k in range(measured):
-                down, anti, flips = _system_counts(counts[k], s, spg, span)
-                metropolis.record(bins, series, s, i + k, n_measurements, N, down, anti, flips)
+                e, m, acceptance = metropolis.measurement(N, totals[k, s, 0], totals[k, s, 1], totals[k, s, 2])
+                kb = metropolis.bin_of(i + k, bins.shape[1], n_measurements)
+                if kb != b:
+                    if b >= 0:
+                        for q in range(6):
+                            bins[s, b, q] = sums[q]
+                    b = kb
+                    for q in range(6):
+                        sums[q] = bins[s, b, q]
+                metropolis.add_to_bin(sums, e, m, acceptance)
+                if series.shape[1] > 0:
+                    series[s, i + k, 0] = e
+                    series[s, i + k, 1] = m
+            if b >= 0:
+                for q in range(6):
+                    bins[s, b, q] = sums[q]
 
     @cached
     @cuda.jit(**kernel_options("ising_resident"))
@@ -1153,6 +1209,7 @@ def cuda_runner(kind: str):
             fused = multispin and strips
             per_launch = measurements_per_launch(n_groups) if fused else 1
             d_counts = cuda.to_device(np.zeros((per_launch, n_groups, 32, _COUNTS), dtype=np.int64))
+            d_totals = cuda.device_array((per_launch, n_systems, _COUNTS), dtype=np.int64)
         stream = cuda.stream()
         with launching("ising", stream):
             if first == 0:
@@ -1175,9 +1232,12 @@ def cuda_runner(kind: str):
                 for begin, end, measured in launches:
                     sweep(begin, end, measured, i)
                     if measured:
-                        record[-(-int(n_systems) // 128), 128, stream](d_counts, int(measured), i, sweeps // every,
-                                                                  L * L, spg, span_lanes, n_systems, d_bins, d_series)
-                        i += int(measured)
+                        k = int(measured)
+                        sum_counts[-(-k * int(n_systems) // 128), 128, stream](d_counts, k, spg, span_lanes, n_systems,
+                                                                              d_totals)
+                        record[-(-int(n_systems) // 128), 128, stream](d_totals, k, i, sweeps // every, L * L,
+                                                                  n_systems, d_bins, d_series)
+                        i += k
         for host, device in ((lattice, d_lattice), (bins, d_bins), (series, d_series)):
             if host.size:
                 device.copy_to_host(host, stream=stream)
@@ -1230,12 +1290,17 @@ def cuda_runner(kind: str):
     def persistent_part(stream, part, block, d_thr, g0, n_groups, L, S, strips, seed, key, group0, d_counts, schedule):
         """``sweeps(first, stop, measured, i)`` of :func:`sweeper` for one part (``part``: its
         groups from ``g0``): one launch of ``column_sweeps`` on as many blocks as fit on the GPU."""
-        groups, bands = len(part) // (2 * L * S), -(-L // (block[1] * per_thread))
+        groups = len(part) // (2 * L * S)
+        gpu = None if simulating_cuda() else cuda.get_current_device()  # (the simulator: the most rows)
+        threads = 1 if gpu is None else gpu.MULTIPROCESSOR_COUNT * gpu.MAX_THREADS_PER_MULTIPROCESSOR
+        K = sweep_rows(groups * L * S, threads)
+        bands = -(-L // (block[1] * K))
         queue = cuda.to_device(np.zeros(1, np.int64))
         finished = cuda.to_device(np.zeros(groups * bands, np.int64))
         therm, _, every = schedule
         args = [part, d_thr, np.uint32(0), np.int64(0), np.int64(0), np.uint32(therm), np.uint32(every), np.int64(0),
-                g0, n_groups, L, S, strips, seed, key, group0, queue, np.int64(0), finished, np.int64(0), d_counts]
+                g0, n_groups, L, S, strips, seed, key, group0, queue, np.int64(0), finished, np.int64(0), d_counts,
+                np.uint32(K)]
         # every block takes tasks until none is left (then one more ticket); the simulator runs
         # its blocks one after the other: the first takes every task
         blocks = 2 if simulating_cuda() else compiled(column_sweeps, *args).max_cooperative_grid_blocks(block)
@@ -1253,6 +1318,6 @@ def cuda_runner(kind: str):
         return sweeps
 
     sweeps = column_sweeps if multispin else None
-    run.kernels = tuple(k for k in (initial, sweeps, half_sweep, half_sweep_sites, measure, record, resident)
-                        if k is not None)
+    run.kernels = tuple(k for k in (initial, sweeps, half_sweep, half_sweep_sites, measure, sum_counts, record,
+                                    resident) if k is not None)
     return run

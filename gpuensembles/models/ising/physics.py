@@ -452,22 +452,36 @@ def site_counts(lat, base, k, L, S):
 
 
 @jit
-def record(bins, series, system, i, n_measurements, N, down, anti, flips):
-    """Add measurement ``i`` of ``system`` (its counts) to its bin and time series.
+def measurement(N, down, anti, flips):
+    """``(e, m, acceptance)`` of a lattice of ``N`` spins from its counts: ``e = (2 anti - 2 N) / N``
+    (energy per spin), ``m = (N - 2 down) / N``, acceptance ``flips / N``."""
+    return (2.0 * anti - 2.0 * N) / N, (N - 2.0 * down) / N, flips / N
 
-    ``e = (2 anti - 2 N) / N`` (energy per spin), ``m = (N - 2 down) / N``, acceptance
-    ``flips / N``; ``bins[system, b]`` collects sums of e, e^2, |m|, m^2, m^4, acceptance.
-    """
-    e = (2.0 * anti - 2.0 * N) / N
-    m = (N - 2.0 * down) / N
-    b = i * bins.shape[1] // n_measurements
+
+@jit
+def bin_of(i, n_bins, n_measurements):
+    """The bin of measurement ``i`` of ``n_measurements`` in ``n_bins`` equal bins."""
+    return i * n_bins // n_measurements
+
+
+@jit
+def add_to_bin(sums, e, m, acceptance):
+    """Add a measurement to a bin's ``sums`` of e, e^2, |m|, m^2, m^4, acceptance (6 values)."""
     m2 = m * m
-    bins[system, b, 0] += e
-    bins[system, b, 1] += e * e
-    bins[system, b, 2] += abs(m)
-    bins[system, b, 3] += m2
-    bins[system, b, 4] += m2 * m2
-    bins[system, b, 5] += flips / N
+    sums[0] += e
+    sums[1] += e * e
+    sums[2] += abs(m)
+    sums[3] += m2
+    sums[4] += m2 * m2
+    sums[5] += acceptance
+
+
+@jit
+def record(bins, series, system, i, n_measurements, N, down, anti, flips):
+    """Add measurement ``i`` of ``system`` (its counts, :func:`measurement`) to its bin
+    (:func:`add_to_bin`) and time series."""
+    e, m, acceptance = measurement(N, down, anti, flips)
+    add_to_bin(bins[system, bin_of(i, bins.shape[1], n_measurements)], e, m, acceptance)
     if series.shape[1] > 0:
         series[system, i, 0] = e
         series[system, i, 1] = m
