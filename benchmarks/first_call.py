@@ -51,7 +51,7 @@ def fresh_process(args, cache_dir, output):
     env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
     env.pop("GPUENSEMBLES_CACHE", None)
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", CHILD, *args, "--no-progress", "-o", output], env=env,
+    proc = subprocess.run([sys.executable, "-c", CHILD, *args, "--no-progress", "--overwrite", "-o", output], env=env,
                           capture_output=True, text=True, check=True)
     result = json.loads(proc.stdout.splitlines()[-1])
     result["process"] = time.perf_counter() - t0

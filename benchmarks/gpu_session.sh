@@ -24,12 +24,12 @@ if [ "${SKIP_FIRST_CALL:-0}" != 1 ]; then
   TIMEFORMAT="wall %R s (import, CUDA start-up, the call, NetCDF)"
   for cache in cold warm warm; do
     echo "== fresh process, $cache kernel cache: escape-times (README)"
-    time gpuensembles escape-times --damping 0.05 --gamma 0.5 --D 0.01 --h 0.004 --realizations 5120 --seed 1 \
+    rm -f /tmp/fpt.nc; time gpuensembles escape-times --damping 0.05 --gamma 0.5 --D 0.01 --h 0.004 --realizations 5120 --seed 1 \
       --no-progress -o /tmp/fpt.nc | sed -n '1,2p'
   done 2>&1 | tee "$out/first_call.log"
   for cache in cold warm; do
     echo "== fresh process, $cache kernel cache: ising (README)"
-    time gpuensembles ising --L 16 32 64 --beta 0.40 0.42 0.44 0.46 0.48 --sweeps 20000 --thermalization 2000 \
+    rm -f /tmp/ising.nc; time gpuensembles ising --L 16 32 64 --beta 0.40 0.42 0.44 0.46 0.48 --sweeps 20000 --thermalization 2000 \
       --realizations 32 --seed 1 --no-progress -o /tmp/ising.nc | sed -n '1,2p'
   done 2>&1 | tee -a "$out/first_call.log"
   python3 -X importtime -c "import gpuensembles" 2>&1 | tail -1 | tee -a "$out/first_call.log"

@@ -45,6 +45,9 @@ def _simulator_cases() -> dict:
     # and with room for one word set aside per warp (the others finished at once): 40 rows take
     # three blocks of the simulator's 2 x 8 rows, 20 words a row a partial warp
     ising["launched-strips"] = dict(ising["launched"], L=64, beta=0.44, realizations=1)
+    # one measurement after 4 sweeps: launches that count nothing (the thermalization, then
+    # sweeps 1-3), then one that counts sweep 4 alone (APART_EVERY)
+    ising["launched-strips-apart"] = dict(ising["launched-strips"], sweeps=4, measure_every=4, bins=1)
     ising["launched-crowded"] = dict(ising["launched"], L=40)
     # strips count their measurements inside the sweeps: with room for one word set aside, the
     # lanes finished at once and later both change the counts; at beta = 0.4 both dE = 4 and

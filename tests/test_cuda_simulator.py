@@ -87,8 +87,8 @@ def test_simulator_kuramoto_variants_equal_cpu(simulated, simulator_cases, varia
     assert sim["density"] == cpu.density.values.tolist()
 
 
-ISING_PATHS = ("resident", "resident-columns", "launched", "launched-strips", "launched-strips-crowded",
-               "launched-crowded", "launched-chunks", "int8")
+ISING_PATHS = ("resident", "resident-columns", "launched", "launched-strips", "launched-strips-apart",
+               "launched-strips-crowded", "launched-crowded", "launched-chunks", "int8")
 
 
 @pytest.mark.parametrize("path", ISING_PATHS)

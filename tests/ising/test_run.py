@@ -232,6 +232,7 @@ def test_measured_launches_cover_the_sweeps_with_at_most_so_many_measurements():
     # `measurements` measured sweeps, which it says how many it has; within a span the same cut there
     for therm, sweeps, every, most, measurements, span in [(0, 6, 2, 10, 1, None), (5, 12, 3, 4, 2, None),
                                                            (3, 40, 1, 100, 7, None), (7, 20, 20, 6, 3, None),
+                                                           (4, 30, 3, 50, 4, None), (6, 40, 4, 100, 100, None),
                                                            (5, 30, 2, 9, 4, (4, 23)), (0, 1, 1, 1, 1, None)]:
         launches = list(lattices.measured_launches(therm, sweeps, every, most, measurements, span))
         first, end = span or (0, therm + sweeps)
@@ -239,6 +240,11 @@ def test_measured_launches_cover_the_sweeps_with_at_most_so_many_measurements():
         measured = {therm + k * every - 1 for k in range(1, sweeps // every + 1)}
         assert all(0 < b - a <= most and 0 <= n <= measurements for a, b, n in launches)
         assert [n for a, b, n in launches] == [len(measured & set(range(a, b))) for a, b, _ in launches]
+        # a launch that counts (n > 0) holds no thermalization sweep, and only its measured sweep
+        # where they are APART_EVERY or more apart
+        assert all(a >= therm for a, b, n in launches if n)
+        if every >= lattices.APART_EVERY:
+            assert all(b - a == 1 for a, b, n in launches if n)
     assert lattices.measurements_per_launch(1) == lattices._MEASUREMENTS_PER_LAUNCH
     assert lattices.measurements_per_launch(10**6) == 1  # counts of a million groups: one measurement a launch
     assert lattices.measurements_per_launch(2000) * 2000 * 32 * 3 * 8 <= lattices._COUNT_BYTES

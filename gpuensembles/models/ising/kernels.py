@@ -330,15 +330,32 @@ def measurements_per_launch(n_groups: int) -> int:
     return max(1, min(_MEASUREMENTS_PER_LAUNCH, _COUNT_BYTES // (n_groups * 32 * _COUNTS * 8)))
 
 
+#: From this many sweeps between measurements on, each measured sweep has a launch of its own
+#: (the sweeps between run in launches that count nothing); below, the counting launches run
+#: every sweep after the thermalization.
+APART_EVERY = 4
+
+
 def measured_launches(therm: int, sweeps: int, every: int, most: int, measurements: int, span=None):
     """``(first, stop, measured)`` for each launch of the fused multi-spin sweeps: sweeps
     ``first`` to ``stop - 1``, at most ``most`` of them and at most ``measurements`` of them
     measured (``measured``: how many; the measured sweeps are ``therm + k every - 1``).
-    ``span = (first, end)`` limits them to sweeps ``first`` to ``end - 1`` (default: all)."""
+    ``span = (first, end)`` limits them to sweeps ``first`` to ``end - 1`` (default: all).
+
+    A launch that measures runs the kernel that counts, slower than the one that does not
+    (H100, 16384^2: 2440 flips/ns unmeasured against 2900): the thermalization never shares a
+    launch with measured sweeps, and from `APART_EVERY` sweeps between measurements on, each
+    measured sweep is a launch of its own (a launch costs a few microseconds)."""
     first, end = span or (0, therm + sweeps)
     while first < end:
         before = measured_before(first, therm, every)
-        stop = min(first + most, end, therm + (before + measurements) * every)
+        measured = therm + (before + 1) * every - 1  # the next measured sweep
+        if first < therm:
+            stop = min(first + most, end, therm)
+        elif every >= APART_EVERY:
+            stop = min(first + most, end, measured) if first < measured else first + 1
+        else:
+            stop = min(first + most, end, therm + (before + measurements) * every)
         yield first, stop, measured_before(stop, therm, every) - before
         first = stop
 
@@ -652,9 +669,9 @@ def cuda_runner(kind: str):
         """``(down, anti)`` changes when the lanes ``flip`` of a word ``written`` (as counted) flip
         after its head: each turns its spin, and adds 2 anti-aligned bonds at dE = 4 (lanes of
         ``dE4``), 4 at dE = 8 (``bonds``: count those)."""
-        flips = np.int64(cuda.popc(flip))
-        down = flips - 2 * np.int64(cuda.popc(flip & written))
-        anti = 4 * flips - 2 * np.int64(cuda.popc(flip & dE4)) if bonds else np.int64(0)
+        n = np.uint32(cuda.popc(flip))  # (uint32 sums: a thread's may wrap below zero, its warp's not)
+        down = np.uint32(n - np.uint32(2) * np.uint32(cuda.popc(flip & written)))
+        anti = np.uint32(np.uint32(4) * n - np.uint32(2) * np.uint32(cuda.popc(flip & dE4))) if bonds else np.uint32(0)
         return down, anti
 
     @cuda.jit(device=True)
@@ -686,7 +703,7 @@ def cuda_runner(kind: str):
 
     @cuda.jit(device=True)
     def walk_column(lat, table, aside, first, room, spare, c, j, y, rows, live, L32, S32, strips, edge, mine, other,
-                    seed, key, hs, group, count, fused, below_mask, buf):
+                    seed, key, hs, group, count, fused, flips, down, anti, below_mask, buf):
         """Every thread of a warp: the Metropolis update of word ``j`` of ``rows`` rows (even) of
         colour ``c`` from row ``y`` (even), walking down the column two rows at a time (the two
         words' random numbers drawn side by side: on an H200 2780 flips/ns, against 2670 one
@@ -700,8 +717,8 @@ def cuda_runner(kind: str):
         lanes left after HEAD_BLOCKS is set aside (the warp's ``room`` slots of ``aside`` from
         row ``first``), for the warp to finish all of them together at the end.
 
-        Returns ``(flips, down, anti)``. With ``count`` and not ``fused``: the flips of the
-        thread's lane over the warp's words (``lane_count``), and zeros. With ``count`` and
+        Returns ``(flips, down, anti)`` added to those given (uint32). With ``count`` and not
+        ``fused``: the flips of the thread's lane over the warp's words (``lane_count``). With ``count`` and
         ``fused`` (one lattice per group: the lanes are its strips): the thread's own totals of
         flipped spins, down spins of the words it leaves, and, in colour 1, the anti-aligned
         bonds of those words to their four neighbours (every bond of the lattice has one end
@@ -729,9 +746,7 @@ def cuda_runner(kind: str):
             up = lat[_index(np.uint32((row_other if y != 0 else end_other) - S32), j)]
             same = lat[_index(row_other, j)]
         n_aside = np.uint32(0)
-        flips = 0
-        down = 0
-        anti = 0
+        flips, down, anti = np.uint32(flips), np.uint32(down), np.uint32(anti)  # (a task's sums, kept in place)
         counted_bonds = fused and c == 1
         # rows y and y + 1 (L is even): two words side by side; the steps counted down in 32
         # bits (a range's 64-bit counter cost 4 instructions a step: 2997-3004 flips/ns against
@@ -765,31 +780,31 @@ def cuda_runner(kind: str):
                 lat[_index(at0)] = s0
                 lat[_index(at1)] = s1
                 if count and fused:
-                    down += cuda.popc(s0) + cuda.popc(s1)
+                    down = np.uint32(down + cuda.popc(s0) + cuda.popc(s1))
                     if counted_bonds:
-                        anti += (cuda.popc(s0 ^ up) + cuda.popc(s0 ^ mid) + cuda.popc(s0 ^ same) + cuda.popc(s0 ^ side0)
-                                 + cuda.popc(s1 ^ same) + cuda.popc(s1 ^ low) + cuda.popc(s1 ^ mid)
-                                 + cuda.popc(s1 ^ side1))
+                        anti = np.uint32(anti + cuda.popc(s0 ^ up) + cuda.popc(s0 ^ mid) + cuda.popc(s0 ^ same)
+                                         + cuda.popc(s0 ^ side0) + cuda.popc(s1 ^ same) + cuda.popc(s1 ^ low)
+                                         + cuda.popc(s1 ^ mid) + cuda.popc(s1 ^ side1))
                 up, same = mid, low
                 row_other = row_low
             row_mine = np.uint32(row_mine + S32 + S32)
-            flip0, n_aside = set_aside(lat, aside, first, room, spare, n_aside, at0, undecided0, dE4_0, s0, table,
-                                       seed, key, hs, mine, group, below_mask, buf)
-            flip1, n_aside = set_aside(lat, aside, first, room, spare, n_aside, at1, undecided1, dE4_1, s1, table,
-                                       seed, key, hs, mine, group, below_mask, buf)
-            f0 |= flip0
-            f1 |= flip1
+            # (a word finished at once, with no room to set it aside, is counted at once)
+            flip, n_aside = set_aside(lat, aside, first, room, spare, n_aside, at0, undecided0, dE4_0, s0, table, seed,
+                                      key, hs, mine, group, below_mask, buf)
+            f0 |= flip
+            if count and fused and flip != 0:
+                d, a = finished_counts(flip, s0, dE4_0, counted_bonds)
+                down, anti = np.uint32(down + d), np.uint32(anti + a)
+            flip, n_aside = set_aside(lat, aside, first, room, spare, n_aside, at1, undecided1, dE4_1, s1, table, seed,
+                                      key, hs, mine, group, below_mask, buf)
+            f1 |= flip
             if count and fused:
-                flips += cuda.popc(f0) + cuda.popc(f1)
-                if flip0 | flip1:  # finished at once (no room to set them aside)
-                    d, a = finished_counts(flip0, s0, dE4_0, counted_bonds)
-                    down += d
-                    anti += a
-                    d, a = finished_counts(flip1, s1, dE4_1, counted_bonds)
-                    down += d
-                    anti += a
+                if flip != 0:
+                    d, a = finished_counts(flip, s1, dE4_1, counted_bonds)
+                    down, anti = np.uint32(down + d), np.uint32(anti + a)
+                flips = np.uint32(flips + cuda.popc(f0) + cuda.popc(f1))
             elif count:
-                flips += lane_count(f0, buf) + lane_count(f1, buf)
+                flips = np.uint32(flips + lane_count(f0, buf) + lane_count(f1, buf))
             y = np.uint32(y + np.uint32(2))
         warp_barrier()  # the slots the other lanes wrote
         # lane x finishes slots x, x + 32, ... of those taken (the warp's count, the same in its
@@ -807,12 +822,11 @@ def cuda_runner(kind: str):
                                            group))
                 lat[_index(at)] = np.uint32(aside[e, 3] ^ f)
                 if count and fused:
-                    flips += cuda.popc(f)
                     d, a = finished_counts(f, aside[e, 3], aside[e, 2], counted_bonds)
-                    down += d
-                    anti += a
+                    flips = np.uint32(flips + cuda.popc(f))
+                    down, anti = np.uint32(down + d), np.uint32(anti + a)
             if count and not fused:
-                flips += lane_count(f, buf)
+                flips = np.uint32(flips + lane_count(f, buf))
         warp_barrier()  # the slots read before the warp sets words aside again
         return flips, down, anti
 
@@ -832,16 +846,19 @@ def cuda_runner(kind: str):
     if sim:
         @cuda.jit(device=True)
         def add_counts(counts, m, g, flips, down, anti):
-            """Add a thread's sums to ``counts[m, g, its lane]`` (the simulator has no shuffles)."""
+            """Add a thread's sums (uint32, read as int32: one may be below zero) to
+            ``counts[m, g, its lane]`` (the simulator has no shuffles)."""
             lane = cuda.threadIdx.x & 31
-            cuda.atomic.add(counts, (m, g, lane, 0), down)
-            cuda.atomic.add(counts, (m, g, lane, 1), anti)
-            cuda.atomic.add(counts, (m, g, lane, 2), flips)
+            cuda.atomic.add(counts, (m, g, lane, 0), np.int64(np.int32(down)))
+            cuda.atomic.add(counts, (m, g, lane, 1), np.int64(np.int32(anti)))
+            cuda.atomic.add(counts, (m, g, lane, 2), np.int64(np.int32(flips)))
     else:
         @cuda.jit(device=True)
         def add_counts(counts, m, g, flips, down, anti):
             """Every thread of a warp: the warp's sums, added to ``counts[m, g, slot]`` by its lane 0
-            (slot: the warp's number in the grid modulo 32, so that warps add to different words)."""
+            (slot: the warp's number in the grid modulo 32, so that warps add to different words).
+            The threads' uint32 sums are read as int32 (one may be below zero)."""
+            flips, down, anti = np.int64(np.int32(flips)), np.int64(np.int32(down)), np.int64(np.int32(anti))
             for k in range(5):
                 offset = 16 >> k
                 flips += cuda.shfl_down_sync(_ALL_LANES, flips, offset)
@@ -894,129 +911,142 @@ def cuda_runner(kind: str):
             pass
         fence()
 
-    @cached
-    @cuda.jit(**kernel_options("half_sweep"))
-    def column_sweeps(lattice, thr, hs0, half_sweeps, count_from, therm, every, m0, g0, n_groups, L, S, strips, seed,
-                      key, group0, queue, taken, bands, done, counts, K):
-        # Multi-spin, persistent: half-sweeps hs0 .. hs0 + half_sweeps - 1 of the launch's groups
-        # (from g0; ``lattice`` holds them, fewer than 2^32 words: every index is a 32-bit offset).
-        # A task is one half-sweep of a tile of C = _TASK_COLUMNS columns of 32 words (tile bx)
-        # by R K rows (band by) of a group, blocks (32, R), K even (sweep_rows): thread x of warp t
-        # takes word 32 column + x of the K rows from y = K (R by + t) (walk_column), for each
-        # column of the tile. Blocks take the tasks in order (half-sweep, group, band, tile)
-        # from ``queue`` (``taken`` tickets before this launch) and count each finished one in
-        # ``bands`` (``bands[g ny + by]``: ``done`` half-sweeps times its tiles before this
-        # launch); a task starts once its band and the two next to it have finished the
-        # half-sweep before. So the blocks run on from one half-sweep into the next, with no
-        # launch in between and no multiprocessor idle at the end of each (one launch per
-        # 16384^2 half-sweep left them idle 6.5 % of its time). A block only ever waits for
-        # tasks of smaller tickets, which blocks that run hold: no deadlock, however many
-        # blocks fit at once.
-        # The first thread takes the next ticket while the block works on this task; at its
-        # end it decodes it (multiplies, no division: :func:`divisor`) into the other slot, and
-        # lanes 0-2 of its warp read the counts of the three bands it needs, one each: the
-        # other warps wait at the block's barrier for what warp 0 does beyond its words, so
-        # that work is kept short (with three dependent divisions and the counts read one
-        # after another it was ~225 instructions, 11 % of the kernel's time at that barrier).
-        # Between the two barriers one fence then remains, the release of the task's words
-        # and the acquire of the counts read (CUDA's grid barrier has the same pattern:
-        # barrier, fence, atomic, wait, fence, barrier); it also empties L1, so no tile is
-        # read from a stale line.
-        # What is counted: with ``strips`` (one lattice per group), every measured sweep of the
-        # launch (``therm + k every - 1``) in ``counts[k - 1 - m0, group]`` (fused: see
-        # walk_column; each warp keeps its sums over the block's tasks of one measurement and
-        # group, and adds them when the block moves on); else the flips of the half-sweeps from
-        # ``count_from`` per lane in ``counts[0, group]`` (the measure kernel adds the rest).
-        buf = cuda.shared.array(buf_size, dtype=numba.uint32)
-        table = cuda.shared.array(stride, dtype=numba.uint32)
-        aside = cuda.shared.array((column_slots, 4), dtype=numba.uint32)
-        # this task and the next: half-sweep (-1: none left), group, band, column block
-        slots = cuda.shared.array((2, 4), dtype=numba.int64)
-        ready = cuda.shared.array(3, dtype=numba.boolean)  # the next task's three bands
-        lat, thr = view(lattice), view(thr)
-        lane, warp = cuda.threadIdx.x, cuda.threadIdx.y
-        first = warp == 0 and lane == 0
-        L32, S32 = np.uint32(L), np.uint32(S)
-        columns = np.uint32((S32 + np.uint32(31)) >> np.uint32(5))  # of 32 words
-        nx = np.uint32((columns + np.uint32(_TASK_COLUMNS - 1)) // np.uint32(_TASK_COLUMNS))  # tasks a band
-        rows = np.uint32(cuda.blockDim.y * K)
-        ny = np.uint32((L32 + rows - np.uint32(1)) // rows)
-        groups = np.uint32(lattice.size // (2 * L * S))
-        tiles = np.uint32(groups * ny * nx)  # tasks per half-sweep
-        tasks = half_sweeps * tiles
-        per_sweep, per_group, per_band = divisor(tiles), divisor(ny * nx), divisor(nx)
-        below_mask = lanes_below()
-        by_every = divisor(every)
-        held_m, held_g = np.int64(-1), np.uint32(0)  # the measurement and group the warp's sums are of
-        sum_flips = sum_down = sum_anti = np.int64(0)
-        if first:
-            h, g, by, bx = decode(cuda.atomic.add(queue, 0, np.int64(1)) - taken, tasks, per_sweep, per_group,
-                                  per_band, groups, ny)
-            if h >= 0:
-                wait_for(bands, g, by, ny, (done + h) * nx)
-            slots[0, 0], slots[0, 1], slots[0, 2], slots[0, 3] = h, g, by, bx
-        cuda.syncthreads()
-        loaded = np.uint32(0xFFFFFFFF)  # the group whose thresholds are in ``table``
-        now = 0  # the slot of this task
-        while True:
-            h, g, by, bx = slots[now, 0], np.uint32(slots[now, 1]), np.uint32(slots[now, 2]), np.uint32(slots[now, 3])
-            if h < 0:
-                break
-            if first:  # the next task, taken now: the atomic's latency passes while the block works
-                ticket = cuda.atomic.add(queue, 0, np.int64(1))
-            if g != loaded:
-                load_thresholds(table, thr, g0 + g, n_groups)
-                loaded = g
-            hs = np.uint32(hs0 + h)
-            c = hs & np.uint32(1)
-            y = np.uint32((by * np.uint32(cuda.blockDim.y) + warp) * np.uint32(K))
-            colours = g * np.uint32(2) * L32 * S32
-            mine = np.uint32(colours + c * L32 * S32)  # where colour c's rows start, and the other's
-            other = np.uint32(colours + (np.uint32(1) - c) * L32 * S32)
-            if strips:
-                count, m = measurement_of(hs, therm, by_every, m0)
-                if count and (m != held_m or g != held_g):
-                    if held_m >= 0:
-                        add_counts(counts, held_m, g0 + held_g, sum_flips, sum_down, sum_anti)
-                    held_m, held_g = m, g
-                    sum_flips = sum_down = sum_anti = np.int64(0)
-            else:
-                count = h >= count_from
-            for column in range(bx * np.uint32(_TASK_COLUMNS), min((bx + np.uint32(1)) * np.uint32(_TASK_COLUMNS),
-                                                                   columns)):
-                j = np.uint32(np.uint32(column) * np.uint32(32) + np.uint32(lane))
-                flips, down, anti = walk_column(lat, table, aside, np.uint32(warp * _WARP_ROOM), _WARP_ROOM, False, c,
-                                                j, y, K, j < S32, L32, S32, strips, True, mine, other, seed,
-                                                key, hs, group0 + g0 + g, count, strips, below_mask, buf)
-                if count and strips:
-                    sum_flips += flips
-                    sum_down += down
-                    sum_anti += anti
-                elif count and flips > 0:
-                    cuda.atomic.add(counts, (0, g0 + g, lane, 2), np.int64(flips))
-            nxt = 1 - now
+    @functools.cache
+    def sweeps_kernel(K, counting):
+        """``column_sweeps`` for ``K`` rows a thread (:func:`sweep_rows`) that counts ``counting``:
+        ``None`` nothing (launches with no measured sweep), ``"lanes"`` the flips of each lane
+        from ``count_from`` (groups of 32 lattices; the measure kernel counts the rest),
+        ``"totals"`` every measured sweep in full (strips). Each is its own compiled kernel, its
+        loops over a column unrolled and what it does not count compiled out: with ``K`` and the
+        counting as arguments, the 16384^2 sweeps ran at 2582 flips/ns against 3091 (H100)."""
+        totals, lanes = counting == "totals", counting == "lanes"
+
+        @cached
+        @cuda.jit(**kernel_options("counted_sweeps" if totals else "half_sweep"))
+        def column_sweeps(lattice, thr, hs0, half_sweeps, count_from, therm, every, m0, g0, n_groups, L, S, strips,
+                          seed, key, group0, queue, taken, bands, done, counts):
+            # Multi-spin, persistent: half-sweeps hs0 .. hs0 + half_sweeps - 1 of the launch's groups
+            # (from g0; ``lattice`` holds them, fewer than 2^32 words: every index is a 32-bit offset).
+            # A task is one half-sweep of a tile of C = _TASK_COLUMNS columns of 32 words (tile bx)
+            # by R K rows (band by) of a group, blocks (32, R), K even (sweep_rows): thread x of warp t
+            # takes word 32 column + x of the K rows from y = K (R by + t) (walk_column), for each
+            # column of the tile. Blocks take the tasks in order (half-sweep, group, band, tile)
+            # from ``queue`` (``taken`` tickets before this launch) and count each finished one in
+            # ``bands`` (``bands[g ny + by]``: ``done`` half-sweeps times its tiles before this
+            # launch); a task starts once its band and the two next to it have finished the
+            # half-sweep before. So the blocks run on from one half-sweep into the next, with no
+            # launch in between and no multiprocessor idle at the end of each (one launch per
+            # 16384^2 half-sweep left them idle 6.5 % of its time). A block only ever waits for
+            # tasks of smaller tickets, which blocks that run hold: no deadlock, however many
+            # blocks fit at once.
+            # The first thread takes the next ticket while the block works on this task; at its
+            # end it decodes it (multiplies, no division: :func:`divisor`) into the other slot, and
+            # lanes 0-2 of its warp read the counts of the three bands it needs, one each: the
+            # other warps wait at the block's barrier for what warp 0 does beyond its words, so
+            # that work is kept short (with three dependent divisions and the counts read one
+            # after another it was ~225 instructions, 11 % of the kernel's time at that barrier).
+            # Between the two barriers one fence then remains, the release of the task's words
+            # and the acquire of the counts read (CUDA's grid barrier has the same pattern:
+            # barrier, fence, atomic, wait, fence, barrier); it also empties L1, so no tile is
+            # read from a stale line.
+            # What is counted: with ``strips`` (one lattice per group), every measured sweep of the
+            # launch (``therm + k every - 1``) in ``counts[k - 1 - m0, group]`` (fused: see
+            # walk_column; each warp keeps its sums over the block's tasks of one measurement and
+            # group, and adds them when the block moves on); else the flips of the half-sweeps from
+            # ``count_from`` per lane in ``counts[0, group]`` (the measure kernel adds the rest).
+            buf = cuda.shared.array(buf_size, dtype=numba.uint32)
+            table = cuda.shared.array(stride, dtype=numba.uint32)
+            aside = cuda.shared.array((column_slots, 4), dtype=numba.uint32)
+            # this task and the next: half-sweep (-1: none left), group, band, column block
+            slots = cuda.shared.array((2, 4), dtype=numba.int64)
+            ready = cuda.shared.array(3, dtype=numba.boolean)  # the next task's three bands
+            lat, thr = view(lattice), view(thr)
+            lane, warp = cuda.threadIdx.x, cuda.threadIdx.y
+            first = warp == 0 and lane == 0
+            L32, S32 = np.uint32(L), np.uint32(S)
+            columns = np.uint32((S32 + np.uint32(31)) >> np.uint32(5))  # of 32 words
+            nx = np.uint32((columns + np.uint32(_TASK_COLUMNS - 1)) // np.uint32(_TASK_COLUMNS))  # tasks a band
+            rows = np.uint32(cuda.blockDim.y * K)
+            ny = np.uint32((L32 + rows - np.uint32(1)) // rows)
+            groups = np.uint32(lattice.size // (2 * L * S))
+            tiles = np.uint32(groups * ny * nx)  # tasks per half-sweep
+            tasks = half_sweeps * tiles
+            per_sweep, per_group, per_band = divisor(tiles), divisor(ny * nx), divisor(nx)
+            below_mask = lanes_below()
+            by_every = divisor(every)
+            held_m, held_g = np.int32(-1), np.uint32(0)  # the measurement and group the warp's sums are of
+            sum_flips = sum_down = sum_anti = np.uint32(0)
             if first:
-                h1, g1, by1, bx1 = decode(ticket - taken, tasks, per_sweep, per_group, per_band, groups, ny)
-                slots[nxt, 0], slots[nxt, 1], slots[nxt, 2], slots[nxt, 3] = h1, g1, by1, bx1
-            warp_barrier()
-            if warp == 0 and lane < 3:  # lane k: whether band by - 1 + k has what the next task needs
-                h1 = slots[nxt, 0]
-                ok = True
-                if h1 >= 0:
-                    seen = band_count(bands, np.uint32(slots[nxt, 1]), np.uint32(slots[nxt, 2]), lane, ny)
-                    ok = seen >= (done + h1) * nx
-                ready[lane] = ok
-            cuda.syncthreads()  # every word of the task written
-            if warp == 0 and lane < 3:  # the release of the task's words before its count below, and
-                fence()  # the acquire of the counts just read
-            if first:
-                cuda.atomic.add(bands, np.uint32(g * ny + by), np.int64(1))
-                if not (ready[0] and ready[1] and ready[2]):  # (the count just added may be one it needs)
-                    wait_for(bands, np.uint32(slots[nxt, 1]), np.uint32(slots[nxt, 2]), ny, (done + slots[nxt, 0]) * nx)
+                h, g, by, bx = decode(cuda.atomic.add(queue, 0, np.int64(1)) - taken, tasks, per_sweep, per_group,
+                                      per_band, groups, ny)
+                if h >= 0:
+                    wait_for(bands, g, by, ny, (done + h) * nx)
+                slots[0, 0], slots[0, 1], slots[0, 2], slots[0, 3] = h, g, by, bx
             cuda.syncthreads()
-            now = nxt
-        if held_m >= 0:
-            add_counts(counts, held_m, g0 + held_g, sum_flips, sum_down, sum_anti)
+            loaded = np.uint32(0xFFFFFFFF)  # the group whose thresholds are in ``table``
+            now = 0  # the slot of this task
+            while True:
+                h, g = slots[now, 0], np.uint32(slots[now, 1])
+                by, bx = np.uint32(slots[now, 2]), np.uint32(slots[now, 3])
+                if h < 0:
+                    break
+                if first:  # the next task, taken now: the atomic's latency passes while the block works
+                    ticket = cuda.atomic.add(queue, 0, np.int64(1))
+                if g != loaded:
+                    load_thresholds(table, thr, g0 + g, n_groups)
+                    loaded = g
+                hs = np.uint32(hs0 + h)
+                c = hs & np.uint32(1)
+                y = np.uint32((by * np.uint32(cuda.blockDim.y) + warp) * np.uint32(K))
+                colours = g * np.uint32(2) * L32 * S32
+                mine = np.uint32(colours + c * L32 * S32)  # where colour c's rows start, and the other's
+                other = np.uint32(colours + (np.uint32(1) - c) * L32 * S32)
+                if totals:
+                    count, m = measurement_of(hs, therm, by_every, m0)
+                    if count and (m != held_m or g != held_g):
+                        if held_m >= 0:
+                            add_counts(counts, held_m, g0 + held_g, sum_flips, sum_down, sum_anti)
+                        held_m, held_g = np.int32(m), g
+                        sum_flips = sum_down = sum_anti = np.uint32(0)
+                else:
+                    count = lanes and h >= count_from
+                for column in range(bx * np.uint32(_TASK_COLUMNS), min((bx + np.uint32(1)) * np.uint32(_TASK_COLUMNS),
+                                                                       columns)):
+                    j = np.uint32(np.uint32(column) * np.uint32(32) + np.uint32(lane))
+                    flips, down, anti = walk_column(lat, table, aside, np.uint32(warp * _WARP_ROOM), _WARP_ROOM, False,
+                                                    c, j, y, K, j < S32, L32, S32, strips, True, mine, other, seed,
+                                                    key, hs, group0 + g0 + g, count, totals, sum_flips, sum_down,
+                                                    sum_anti, below_mask, buf)
+                    if totals:
+                        sum_flips, sum_down, sum_anti = flips, down, anti
+                    elif lanes and count and flips > 0:
+                        cuda.atomic.add(counts, (0, g0 + g, lane, 2), np.int64(flips))
+                nxt = 1 - now
+                if first:
+                    h1, g1, by1, bx1 = decode(ticket - taken, tasks, per_sweep, per_group, per_band, groups, ny)
+                    slots[nxt, 0], slots[nxt, 1], slots[nxt, 2], slots[nxt, 3] = h1, g1, by1, bx1
+                warp_barrier()
+                if warp == 0 and lane < 3:  # lane k: whether band by - 1 + k has what the next task needs
+                    h1 = slots[nxt, 0]
+                    ok = True
+                    if h1 >= 0:
+                        seen = band_count(bands, np.uint32(slots[nxt, 1]), np.uint32(slots[nxt, 2]), lane, ny)
+                        ok = seen >= (done + h1) * nx
+                    ready[lane] = ok
+                cuda.syncthreads()  # every word of the task written
+                if warp == 0 and lane < 3:  # the release of the task's words before its count below, and
+                    fence()  # the acquire of the counts just read
+                if first:
+                    cuda.atomic.add(bands, np.uint32(g * ny + by), np.int64(1))
+                    if not (ready[0] and ready[1] and ready[2]):  # (the count just added may be one it needs)
+                        wait_for(bands, np.uint32(slots[nxt, 1]), np.uint32(slots[nxt, 2]), ny,
+                                 (done + slots[nxt, 0]) * nx)
+                cuda.syncthreads()
+                now = nxt
+            if totals and held_m >= 0:
+                add_counts(counts, held_m, g0 + held_g, sum_flips, sum_down, sum_anti)
+
+        return column_sweeps
 
     half_sweep = None if multispin else half_sweep_kernel(device(_update_quad_words))
     half_sweep_sites = None if multispin else half_sweep_kernel(device(_update_quad_sites))
@@ -1161,7 +1191,7 @@ def cuda_runner(kind: str):
                     live = piece < pieces and j < S32 and mine_in_warp < side_by_side
                     flips += walk_column(sh, planes, aside, first, room, True, c, j, np.uint32(band * np.uint32(rows)),
                                          rows, live, L32, S32, False, False, mine, other, seed, key, hs, group0 + g,
-                                         measured, False, below_mask, buf)[0]
+                                         measured, False, 0, 0, 0, below_mask, buf)[0]
                 cuda.syncthreads()  # the colour's words written before the other colour reads them
             if measured:
                 down = 0
@@ -1299,17 +1329,24 @@ def cuda_runner(kind: str):
         finished = cuda.to_device(np.zeros(groups * bands, np.int64))
         therm, _, every = schedule
         args = [part, d_thr, np.uint32(0), np.int64(0), np.int64(0), np.uint32(therm), np.uint32(every), np.int64(0),
-                g0, n_groups, L, S, strips, seed, key, group0, queue, np.int64(0), finished, np.int64(0), d_counts,
-                np.uint32(K)]
-        # every block takes tasks until none is left (then one more ticket); the simulator runs
-        # its blocks one after the other: the first takes every task
-        blocks = 2 if simulating_cuda() else compiled(column_sweeps, *args).max_cooperative_grid_blocks(block)
-        launch = prepared_launch(column_sweeps, blocks, block, stream, args, varying=(2, 3, 4, 7, 17, 19))
+                g0, n_groups, L, S, strips, seed, key, group0, queue, np.int64(0), finished, np.int64(0), d_counts]
         tasks = groups * bands * -(-S // (32 * _TASK_COLUMNS))  # per half-sweep
         state = {"taken": 0, "done": 0}  # tickets taken and half-sweeps finished before the next launch
+        launches = {}
+
+        def prepared(counting):
+            # every block takes tasks until none is left (then one more ticket); the simulator runs
+            # its blocks one after the other: the first takes every task
+            if counting not in launches:
+                kernel = sweeps_kernel(K, counting)
+                blocks = 2 if simulating_cuda() else compiled(kernel, *args).max_cooperative_grid_blocks(block)
+                launches[counting] = blocks, prepared_launch(kernel, blocks, block, stream, args,
+                                                             varying=(2, 3, 4, 7, 17, 19))
+            return launches[counting]
 
         def sweeps(first, stop, measured, i):
             n = 2 * (stop - first)
+            blocks, launch = prepared(("totals" if strips else "lanes") if measured else None)
             launch(np.uint32(2 * first), np.int64(n), np.int64(n - 2 if measured else n), np.int64(i),
                    np.int64(state["taken"]), np.int64(state["done"]))
             state["taken"] += n * tasks + blocks
@@ -1317,7 +1354,8 @@ def cuda_runner(kind: str):
 
         return sweeps
 
-    sweeps = column_sweeps if multispin else None
-    run.kernels = tuple(k for k in (initial, sweeps, half_sweep, half_sweep_sites, measure, sum_counts, record,
+    sweeps = tuple(sweeps_kernel(K, counting) for K in SWEEP_ROWS for counting in (None, "lanes", "totals")
+                   ) if multispin else ()
+    run.kernels = tuple(k for k in (initial, *sweeps, half_sweep, half_sweep_sites, measure, sum_counts, record,
                                     resident) if k is not None)
     return run
