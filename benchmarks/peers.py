@@ -25,6 +25,20 @@ CUISING_WIDTH = 2048
 _RATE = re.compile(r"Kernel execution time for (\d+) update steps: \S+ ms, ([0-9.]+) flips/ns")
 
 
+#: CUDA 13 takes a cudaMemLocation where cuIsing passes cudaMemAdvise a device number: an
+#: overload, included before its source, passes the number on as a device location.
+_CUDA13_COMPAT = """#include <cuda_runtime.h>
+#if CUDART_VERSION >= 13000
+static inline cudaError_t cudaMemAdvise(const void *ptr, size_t count, cudaMemoryAdvise advice, int device) {
+    cudaMemLocation location;
+    location.type = cudaMemLocationTypeDevice;
+    location.id = device;
+    return cudaMemAdvise(ptr, count, advice, location);
+}
+#endif
+"""
+
+
 def _nvcc():
     found = shutil.which("nvcc")
     if found:
@@ -48,11 +62,12 @@ def cuising_binary():
     cc = "".join(map(str, _backend.cuda_module().get_current_device().compute_capability))
     build = Path(tempfile.mkdtemp(prefix="cuising-"))
     binary = build / "cuIsing"
+    (build / "compat.h").write_text(_CUDA13_COMPAT)
     # as its Makefile builds it, for this GPU's architecture
     for command in (["gcc", "-c", "-O3", f"-I{Path(nvcc).parent.parent / 'include'}", str(source / "utils.c"), "-o",
                      str(build / "utils.o")],
-                    [nvcc, "-c", "-O3", "--use_fast_math", f"-arch=sm_{cc}", str(source / "main.cu"), "-o",
-                     str(build / "main.o")],
+                    [nvcc, "-c", "-O3", "--use_fast_math", f"-arch=sm_{cc}", "-include", str(build / "compat.h"),
+                     str(source / "main.cu"), "-o", str(build / "main.o")],
                     [nvcc, "-o", str(binary), str(build / "main.o"), str(build / "utils.o"), "-Xcompiler=-fopenmp"]):
         proc = subprocess.run(command, capture_output=True, text=True)
         if proc.returncode != 0:
