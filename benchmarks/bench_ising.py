@@ -54,21 +54,6 @@ README_EXAMPLE = dict(L=[16, 32, 64], beta=[0.40, 0.42, 0.44, 0.46, 0.48], sweep
 MIN_CALL_SECONDS = {"cuda": 1.0, "cpu": 0.05}
 
 
-def default_call(L, realizations, sweeps, every, backend):
-    """``call() -> flip attempts`` of ``ge.ising`` at beta_c with ``thermalization=0``, measuring every
-    ``every`` sweeps (``None``: once, at the end)."""
-    def call():
-        with warnings.catch_warnings():  # chains still coarsening (thermalization=0 on purpose)
-            warnings.filterwarnings("ignore", ".*chains? still drifting", RuntimeWarning)
-            ds = ge.ising(L=L, beta=BETA, sweeps=sweeps, thermalization=0, realizations=realizations,
-                          measure_every=every or sweeps, seed=1, backend=backend, progress=False)
-        e = ds.bin_e.values
-        assert np.all((e >= -2) & (e <= 2)), "energies per spin must lie in [-2, 2]"
-        return realizations * L * L * sweeps
-
-    return call
-
-
 def long_enough(make_call, seconds):
     """The sweeps that make ``make_call(sweeps)()`` last ``seconds`` or more, and the call:
     doubled from 8 sweeps until a call takes a fifth of that, then scaled up (with a margin)."""
@@ -99,9 +84,11 @@ def default_rows(backend, repeats):
     cases = [(L, 1) for L in DEFAULT_SIZES[backend]] + [DEFAULT_ENSEMBLE[backend]]
     for L, lattices in cases:
         what = f"one {L}^2 lattice" if lattices == 1 else f"{lattices} lattices of {L}^2"
-        sweeps, call = long_enough(lambda n, L=L, r=lattices: default_call(L, r, n, 1, backend), seconds)
+        sweeps, call = long_enough(lambda n, L=L, r=lattices: ising_call("multispin", L, 1, r, n, backend, 1, 0),
+                                   seconds)
         every_one = whole_call_rate(call, repeats)
-        sweeps_once, call_once = long_enough(lambda n, L=L, r=lattices: default_call(L, r, n, None, backend), seconds)
+        sweeps_once, call_once = long_enough(lambda n, L=L, r=lattices: ising_call("multispin", L, 1, r, n, backend,
+                                                                                   None, 0), seconds)
         once = whole_call_rate(call_once, repeats)
         rows.append(measure.Row(f"ising default call, {what} at beta_c ({sweeps} sweeps, measure_every=1)", every_one,
                                 every_one, f"the same call measuring once ({sweeps_once} sweeps)", once,
@@ -122,9 +109,7 @@ def default_rows(backend, repeats):
 
     def readme(every=1):
         def call():
-            with warnings.catch_warnings():  # the README's short thermalization, as the README runs it
-                warnings.filterwarnings("ignore", ".*chains? still drifting", RuntimeWarning)
-                ge.ising(**example, measure_every=every, seed=1, backend=backend, progress=False)
+            quiet_ising(**example, measure_every=every, backend=backend)
             return flips
         return call
 
@@ -135,13 +120,23 @@ def default_rows(backend, repeats):
     return rows
 
 
-def ising_call(kernel, L, n_beta, realizations, sweeps, backend):
-    """``call() -> flip attempts`` of one ``ising`` call measured once, at its end."""
+def quiet_ising(**kw):
+    """``ge.ising(seed=1, progress=False, **kw)`` without the warnings of chains still drifting:
+    benchmarks start cold (``thermalization=0``) or short, on purpose."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", ".*chains? still drifting", RuntimeWarning)
+        return ge.ising(seed=1, progress=False, **kw)
+
+
+def ising_call(kernel, L, n_beta, realizations, sweeps, backend, every=None, thermalization=None):
+    """``call() -> flip attempts`` of one ``ising`` call measuring every ``every`` sweeps
+    (default: once, at its end), after ``thermalization`` sweeps (default: the function's)."""
     beta = np.linspace(0.3, 0.5, n_beta) if n_beta > 1 else BETA
+    options = {} if thermalization is None else {"thermalization": thermalization}
 
     def call():
-        ds = ge.ising(L=L, beta=beta, sweeps=sweeps, measure_every=sweeps, realizations=realizations, kernel=kernel,
-                      seed=1, backend=backend, progress=False)
+        ds = quiet_ising(L=L, beta=beta, sweeps=sweeps, measure_every=every or sweeps, realizations=realizations,
+                         kernel=kernel, backend=backend, **options)
         e = ds.bin_e.values
         assert np.all((e >= -2) & (e <= 2)), "energies per spin must lie in [-2, 2]"
         return n_beta * realizations * L * L * (sweeps + int(ds.attrs["thermalization"]))
