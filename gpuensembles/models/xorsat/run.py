@@ -169,16 +169,19 @@ def solve(instances, p=0.1, clones=DEFAULT_CLONES, timeout=None, runs=1, *, seed
     words = -(-clones // 32)  # a run's clone words, progress and results while it runs (see kernels._start)
     engine.check_memory(words * (4 * n_max + 16), f"the clones of one run (clones={clones}, N={n_max})",
                         fix="use fewer clones")
-    outputs = {"best": engine.Output((len(points) * runs,), np.uint64, 0),
-               "seconds_per_sweep": engine.Output((len(points) * runs,), np.float64, 0),
-               "solution": engine.Output((len(points) * runs, n_max), np.uint8, 0)}
-    block = functools.partial(_run_items, points, ps, runs, clones, limit, seed, n_max, backend)
+    # An item is a run index, taken at every point: each chunk (task, GPU) gets the same mix of
+    # instances, whose costs differ by orders of magnitude with N.
+    outputs = {"best": engine.Output((runs, len(points)), np.uint64, 0),
+               "seconds_per_sweep": engine.Output((runs, len(points)), np.float64, 0),
+               "solution": engine.Output((runs, len(points), n_max), np.uint8, 0)}
+    block = functools.partial(_run_items, points, ps, clones, limit, seed, n_max, backend)
     what = f"runs={runs} at {len(points)} points ({ps.size} values of p, {len(problems)} instances of N <= {n_max})"
-    described = {**call, "instances": [(prob.key_index, prob.graph) for prob in problems]}
+    described = {**call, "instances": [(prob.key_index, prob.graph) for prob in problems], "items": "runs"}
     with engine.stored_run(store, "xorsat.solve", described, seed) as stored, estimate.timed(
             _work(problems, ps.size, runs, clones, limit), backend, progress) as clock:
-        raw = engine.run_realizations(block, len(points) * runs, outputs, chunks=chunks, pieces=20,
-                                      progress=progress, unit="runs", what=what, store=stored)
+        raw = engine.run_realizations(block, runs, outputs, chunks=chunks, pieces=20,
+                                      progress=progress, unit=engine.Units("runs", per_item=len(points)), what=what,
+                                      store=stored)
         clock.ran(raw)
     return _dataset(raw, stacked, instances, p_da, ps, runs, clones, limit, timeout, seed, backend, call)
 
@@ -242,27 +245,25 @@ def _index(single) -> int:
     return int(index)
 
 
-def _run_items(points, ps, runs, clones, timeout, seed, n_max, backend, start, stop) -> dict:
-    """Items ``[start, stop)`` (item = point * runs + run): best, seconds per sweep, solution bits."""
+def _run_items(points, ps, clones, timeout, seed, n_max, backend, start, stop) -> dict:
+    """Runs ``[start, stop)`` at every point: best, seconds per sweep, solution bits, each ``(run, point, ...)``."""
     resolved = _backend.resolve(backend)
     runner = hypergraphs.cuda_runner() if resolved == "cuda" else hypergraphs.cpu_runner()
-    best = np.empty(stop - start, dtype=np.uint64)
-    seconds = np.empty(stop - start)
-    solution = np.zeros((stop - start, n_max), dtype=np.uint8)
+    best = np.empty((stop - start, len(points)), dtype=np.uint64)
+    seconds = np.empty((stop - start, len(points)))
+    solution = np.zeros((stop - start, len(points), n_max), dtype=np.uint8)
     words = -(-clones // 32)
-    for point in range(start // runs, (stop - 1) // runs + 1):
-        k, prob = points[point]
+    for point, (k, prob) in enumerate(points):
         P, always = quasi_greedy.threshold(ps[k])
         batch = max(1, BATCH_BYTES // (4 * words * prob.N))  # runs per runner call
-        for lo in range(max(start, point * runs), min(stop, (point + 1) * runs), batch):
-            hi = min(lo + batch, stop, (point + 1) * runs)
-            ids = np.arange(lo - point * runs, hi - point * runs, dtype=np.uint32)
-            out = runner(prob.graph, prob.bounds, prob.N, ids, clones, P, always, timeout, np.uint32(seed),
-                         quasi_greedy.key(prob.key_index, k))
+        for lo in range(start, stop, batch):
+            hi = min(lo + batch, stop)
+            out = runner(prob.graph, prob.bounds, prob.N, np.arange(lo, hi, dtype=np.uint32), clones, P, always,
+                         timeout, np.uint32(seed), quasi_greedy.key(prob.key_index, k))
             rows = slice(lo - start, hi - start)
-            best[rows] = out.best
-            seconds[rows] = out.seconds * words / max(out.word_sweeps, 1)
-            solution[rows, :prob.N] = _solutions(out, prob)
+            best[rows, point] = out.best
+            seconds[rows, point] = out.seconds * words / max(out.word_sweeps, 1)
+            solution[rows, point, :prob.N] = _solutions(out, prob)
     return {"best": best, "seconds_per_sweep": seconds, "solution": solution}
 
 
@@ -283,12 +284,16 @@ def _solutions(out, prob) -> np.ndarray:
 def _dataset(raw, stacked, instances, p_da, ps, runs, clones, limit, timeout, seed, backend, call) -> xr.Dataset:
     shape = (ps.size,) + tuple(instances.sizes[d] for d in stacked) + (runs,)
     dims = ("p",) + tuple(stacked) + (RUN,)
-    best = raw["best"].reshape(shape)
-    xp = np if isinstance(best, np.ndarray) else engine.dask_array()
+    xp = np if isinstance(raw["best"], np.ndarray) else engine.dask_array()
+
+    def by_point(values):  # (run, point, ...) -> (p, [N, instance,] run, ...)
+        return xp.moveaxis(values.reshape((runs,) + shape[:-1] + values.shape[2:]), 0, len(shape) - 1)
+
+    best = by_point(raw["best"])
     solved = best != hypergraphs.NONE
     sweeps = xp.where(solved, (best >> np.uint64(32)).astype(np.int64), limit)
     clone = xp.where(solved, (best & np.uint64(0xFFFFFFFF)).astype(np.int64), -1)
-    per_sweep = raw["seconds_per_sweep"].reshape(shape)
+    per_sweep = by_point(raw["seconds_per_sweep"])
     coords = {"p": xr.Variable("p", ps, {"long_name": "flip probability with one unsatisfied triplet",
                                          "units": "1"}),
               RUN: xr.Variable(RUN, np.arange(runs), {"long_name": "independent run", "units": "1"})}
@@ -310,7 +315,7 @@ def _dataset(raw, stacked, instances, p_da, ps, runs, clones, limit, timeout, se
         "clone": xr.Variable(dims, clone, {"long_name": "winning clone (-1: none)", "units": "1"}),
         "seconds_per_sweep": xr.Variable(dims, per_sweep, {
             "long_name": "wall time per sweep of a run's clones, from the measured update rate", "units": "s"}),
-        "solution": xr.Variable(dims + ("variable",), raw["solution"].reshape(shape + (-1,)),
+        "solution": xr.Variable(dims + ("variable",), by_point(raw["solution"]),
                                 {"long_name": "winning clone's bits x (spin 1 - 2x); 0 where unsolved", "units": "1"}),
     }
     ds = xr.Dataset(data, coords)
