@@ -4,6 +4,11 @@
 # worker loading kernels at once; the client holds no CUDA context), then
 # `python -m benchmarks.scaling` over the cases in $ONLY. Logs go to "$OUT" (default /tmp/out).
 #   ONLY=rates,escape_times SECONDS_PER_GPU=15 GPUS="1 4" bash benchmarks/gpu_cluster.sh
+# The one-GPU baselines last as long as all GPUs' runs together. LANES runs them side by side,
+# each lane (cases joined by commas) on a one-GPU cluster of its own GPU, sized for WORK_GPUS;
+# SIZES (their JSON) then gives the many-GPU runs the same sizes, in a later call:
+#   LANES="escape_times switching_currents ising xorsat" bash benchmarks/gpu_cluster.sh
+#   SIZES="one_*.json" ONLY=escape_times,switching_currents,ising,xorsat GPUS=4 bash benchmarks/gpu_cluster.sh
 set -u
 export PYTHONUNBUFFERED=1
 source benchmarks/gpu_install.sh
@@ -11,5 +16,19 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
   python3 -m pytest -m gpu -n 0 -p no:cacheprovider -q -k "cluster or client_process" tests 2>&1 \
     | tee "$out/pytest_gpu.log" | tail -4
 fi
-python3 -m benchmarks.scaling --gpus ${GPUS:-1 4} --seconds "${SECONDS_PER_GPU:-60}" --only "${ONLY:-rates,escape_times,switching_currents,ising,xorsat}" \
-  2>&1 | grep --line-buffered -v "Warning\|warn" | tee "$out/scaling.log" | tail -30
+seconds=${SECONDS_PER_GPU:-60}
+if [ -n "${LANES:-}" ]; then
+  gpu=0
+  for lane in $LANES; do
+    CUDA_VISIBLE_DEVICES=$gpu python3 -m benchmarks.scaling --gpus 1 --work-gpus "${WORK_GPUS:-4}" \
+      --seconds "$seconds" --only "$lane" --json "$out/one_${lane//,/_}.json" > "$out/one_${lane//,/_}.log" 2>&1 &
+    gpu=$((gpu + 1))
+  done
+  wait
+  grep -h "GPU(s), size\|Error" "$out"/one_*.log
+  python3 -m benchmarks.scaling --report "$out"/one_*.json
+else
+  python3 -m benchmarks.scaling --gpus ${GPUS:-1 4} --seconds "$seconds" --json "$out/scaling.json" \
+    --only "${ONLY:-rates,escape_times,switching_currents,ising,xorsat}" ${SIZES:+--sizes $SIZES} \
+    2>&1 | grep --line-buffered -v "Warning\|warn" | tee "$out/scaling.log" | tail -30
+fi

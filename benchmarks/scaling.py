@@ -1,6 +1,9 @@
 """Strong scaling over the GPUs of one host through ``gpuensembles.cluster`` (dask-cuda).
 
     python -m benchmarks.scaling [--gpus 1 4] [--seconds 60] [--only escape_times,rates,...]
+    python -m benchmarks.scaling --gpus 1 --work-gpus 4 --only ising --json one_ising.json  # one baseline
+    python -m benchmarks.scaling --gpus 4 --sizes one_*.json --json four.json               # at its sizes
+    python -m benchmarks.scaling --report one_*.json four.json                              # the table
 
 Each case is one call a user makes with a client active, timed whole (the call and the
 compute of everything it returns, on the workers; only a sum comes back):
@@ -18,9 +21,16 @@ The sized cases are calibrated on one GPU (a probe run, then the size that takes
 count). Every worker compiles (or loads) the kernels before the clock starts. It prints the
 parallel efficiency T1 / (n Tn) and checks that the client process never held a CUDA context
 (nvidia-smi lists the processes that do).
+
+The one-GPU baselines take n times as long as the n-GPU runs. ``benchmarks/gpu_cluster.sh``
+can therefore run them side by side, one case per GPU (``CUDA_VISIBLE_DEVICES``), each
+writing its sizes and times to JSON. The n-GPU runs then take those sizes, and ``--report``
+joins the files into one table.
 """
 
 import argparse
+import glob
+import json
 import os
 import subprocess
 import time
@@ -68,7 +78,7 @@ CASES = {
     "escape_times": (_escape, 200_000),
     "switching_currents": (_switching, 20_000),
     "ising": (_ising, 20),
-    "xorsat": (_xorsat, 4),
+    "xorsat": (_xorsat, 64),  # runs are heavy-tailed: a probe of a few would size the run by luck
 }
 
 
@@ -99,11 +109,19 @@ def _timed(make, size):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--gpus", type=int, nargs="+", default=[1, 4])
-    parser.add_argument("--seconds", type=float, default=60.0, help="work per GPU at the largest GPU count")
+    parser.add_argument("--seconds", type=float, default=60.0, help="work per GPU at --work-gpus GPUs")
+    parser.add_argument("--work-gpus", type=int, help="GPUs the sizes are set for (default: the most of --gpus)")
     parser.add_argument("--only", default=",".join(CASES))
+    parser.add_argument("--sizes", nargs="+", default=[], help="JSON files of earlier runs whose sizes to take")
+    parser.add_argument("--json", help="write the sizes and times here")
+    parser.add_argument("--report", nargs="+", help="only print the table of these JSON files")
     args = parser.parse_args(argv)
+    if args.report:
+        return report(_read(args.report))
     names = [n for n in args.only.split(",") if n]
-    sizes, results = {}, {}
+    sizes = {r["case"]: r["size"] for r in _read(args.sizes)}
+    work_gpus = args.work_gpus or max(args.gpus)
+    results = []
     for gpus in sorted(args.gpus):
         with ge.cluster(n_gpus=gpus, dashboard_address=None) as client:
             client.wait_for_workers(gpus)
@@ -115,21 +133,33 @@ def main(argv=None):
                     size = probe
                     if probe is not None:
                         seconds, _ = _timed(make, probe)
-                        size = max(1, int(probe * args.seconds * max(args.gpus) / seconds))
+                        size = max(1, int(probe * args.seconds * work_gpus / seconds))
                     sizes[name] = size
                 seconds, total = _timed(make, sizes[name])
-                results[(name, gpus)] = (seconds, total)
+                results.append(dict(case=name, size=sizes[name], gpus=gpus, seconds=seconds, total=total))
                 print(f"{name}: {gpus} GPU(s), size {sizes[name]}: {seconds:.1f} s (sum {total:.6g})", flush=True)
     pids = subprocess.run(["nvidia-smi", "--query-compute-apps=pid", "--format=csv,noheader"], capture_output=True,
                           text=True).stdout.split()
     print(f"client process holds a CUDA context: {str(os.getpid()) in pids}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f)
+    report(results)
+
+
+def _read(patterns) -> list:
+    return [r for pattern in patterns for path in sorted(glob.glob(pattern)) for r in json.load(open(path))]
+
+
+def report(results):
+    """Print the table: each run against the one on the fewest GPUs of its case and size."""
     print("| case | size | GPUs | seconds | speed-up | parallel efficiency | same numbers |")
     print("|---|---|---|---|---|---|---|")
-    for (name, gpus), (seconds, total) in results.items():
-        one = results.get((name, min(args.gpus)))
-        if one:
-            print(f"| {name} | {sizes[name]} | {gpus} | {seconds:.1f} | {one[0] / seconds:.2f} | "
-                  f"{one[0] / (gpus * seconds):.1%} | {total == one[1]} |")
+    for r in results:
+        base = min((b for b in results if (b["case"], b["size"]) == (r["case"], r["size"])), key=lambda b: b["gpus"])
+        speedup = base["seconds"] / r["seconds"]
+        print(f"| {r['case']} | {r['size']} | {r['gpus']} | {r['seconds']:.1f} | {speedup:.2f} | "
+              f"{speedup * base['gpus'] / r['gpus']:.1%} | {r['total'] == base['total']} |")
 
 
 if __name__ == "__main__":
