@@ -21,7 +21,7 @@ if [ -n "${LANES:-}" ]; then
   gpu=0
   for lane in $LANES; do
     CUDA_VISIBLE_DEVICES=$gpu python3 -m benchmarks.scaling --gpus 1 --work-gpus "${WORK_GPUS:-4}" \
-      --seconds "$seconds" --only "$lane" --json "$out/one_${lane//,/_}.json" > "$out/one_${lane//,/_}.log" 2>&1 &
+      --seconds "$seconds" --only "$lane" ${SIZES:+--sizes $SIZES} --json "$out/one_${lane//,/_}.json" > "$out/one_${lane//,/_}.log" 2>&1 &
     gpu=$((gpu + 1))
   done
   wait

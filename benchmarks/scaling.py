@@ -135,6 +135,8 @@ def main(argv=None):
                         seconds, _ = _timed(make, probe)
                         size = max(1, int(probe * args.seconds * work_gpus / seconds))
                     sizes[name] = size
+                elif probe is not None:  # a size given: a short run first takes what a first run costs
+                    _timed(make, max(1, sizes[name] // 50))
                 seconds, total = _timed(make, sizes[name])
                 results.append(dict(case=name, size=sizes[name], gpus=gpus, seconds=seconds, total=total))
                 print(f"{name}: {gpus} GPU(s), size {sizes[name]}: {seconds:.1f} s (sum {total:.6g})", flush=True)

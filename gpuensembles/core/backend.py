@@ -305,11 +305,17 @@ PER_WORKER_DEVICE = "resolved on each dask worker"
 
 
 def device_name(backend: str) -> str:
-    """Human-readable name of the device a resolved backend runs on."""
+    """Human-readable name of the device a resolved backend runs on.
+
+    For ``"cuda"``: the device of this thread's context, else the one a context would be made
+    on (the first visible). It creates no context: a dask client names the device of its
+    estimates without holding one (``get_current_device`` would make it).
+    """
     if backend == "cuda":
         if simulating_cuda():
             return "CUDA simulator"
-        name = cuda_module().get_current_device().name
+        gpus = cuda_module().gpus
+        name = (gpus.current or gpus[0]).name
         return name.decode() if isinstance(name, bytes) else str(name)
     return f"CPU ({numba.config.NUMBA_NUM_THREADS} threads, numba {numba.__version__})"
 

@@ -114,20 +114,29 @@ def test_gpu_seed_fig10_barrier_from_the_arrhenius_slope():
     assert abs(z_score(float(fit.slope), float(fit.slope_stderr), expected)) < 4
 
 
-def test_client_process_gets_no_cuda_context():
+def test_client_process_gets_no_cuda_context(tmp_path):
     # nvidia-smi lists the processes holding a context; a CPU run must not be one of them,
-    # a CUDA run must (so the check can fail).
-    code = (
+    # a CUDA run must (so the check can fail), and a client whose workers run CUDA must not
+    # (its estimates name the device, which get_current_device would have done with a context)
+    script = tmp_path / "context.py"
+    script.write_text(
         "import os, subprocess, sys, gpuensembles as ge\n"
-        "ge.escape_times(damping=0.05, gamma=0.5, D=0.03, h=0.004, realizations=8, seed=1, backend=sys.argv[1])\n"
-        "pids = subprocess.run(['nvidia-smi', '--query-compute-apps=pid', '--format=csv,noheader'],"
+        "kw = dict(damping=0.05, gamma=0.5, D=0.03, h=0.004, realizations=8, seed=1)\n"
+        "if __name__ == '__main__':\n"
+        "    if sys.argv[1] == 'cluster':\n"
+        "        with ge.cluster(n_gpus=1, dashboard_address=None):\n"
+        "            ge.escape_times(**kw).compute()\n"
+        "            ge.ising(L=[64, 1024], beta=0.4, sweeps=4, progress=False).compute()\n"
+        "    else:\n"
+        "        ge.escape_times(**kw, backend=sys.argv[1])\n"
+        "    pids = subprocess.run(['nvidia-smi', '--query-compute-apps=pid', '--format=csv,noheader'],"
         " capture_output=True, text=True).stdout.split()\n"
-        "print(str(os.getpid()) in pids)\n"
+        "    print(str(os.getpid()) in pids)\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    seen = {b: subprocess.run([sys.executable, "-c", code, b], capture_output=True, text=True, env=env,
-                              check=True).stdout.strip() for b in ("cpu", "cuda")}
-    assert seen == {"cpu": "False", "cuda": "True"}
+    seen = {b: subprocess.run([sys.executable, str(script), b], capture_output=True, text=True, env=env,
+                              check=True).stdout.strip().splitlines()[-1] for b in ("cpu", "cuda", "cluster")}
+    assert seen == {"cpu": "False", "cuda": "True", "cluster": "False"}
 
 
 def test_gpu_underdamped_switching_matches_fulton_dunkleberger():
