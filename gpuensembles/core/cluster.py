@@ -5,6 +5,8 @@ Kubernetes, SSH): once a client is active, run functions return lazy results chu
 over its workers, and each task picks its device inside the worker.
 """
 
+import os
+
 from . import backend as _backend
 from . import engine
 
@@ -44,7 +46,7 @@ def cluster(n_gpus=None, **kwargs):
         from dask_cuda import LocalCUDACluster
 
         kwargs.setdefault("threads_per_worker", 2)
-        kwargs.setdefault("CUDA_VISIBLE_DEVICES", list(range(n_gpus or available)))
+        kwargs.setdefault("CUDA_VISIBLE_DEVICES", visible_devices()[:n_gpus or available])
         return Client(LocalCUDACluster(**kwargs))
     kwargs.setdefault("n_workers", 1)
     kwargs.setdefault("threads_per_worker", 1)
@@ -54,3 +56,16 @@ def cluster(n_gpus=None, **kwargs):
                          "this machine has only 'workqueue', which aborts when two threads run kernels at once: "
                          "install tbb (pip install tbb), or use threads_per_worker=1 and more n_workers")
     return Client(LocalCluster(**kwargs))
+
+
+def visible_devices() -> list:
+    """The GPUs this process may use, as ``CUDA_VISIBLE_DEVICES`` names them (indices or UUIDs).
+
+    A cluster's workers take the first of these: ``list(range(n))`` would name physical GPUs
+    0 .. n-1 whatever this process was given (dask-cuda hands each worker one entry as its
+    own ``CUDA_VISIBLE_DEVICES``).
+    """
+    given = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if given is None:
+        return list(range(_backend.gpu_count()))
+    return [d.strip() for d in given.split(",") if d.strip()]

@@ -155,3 +155,25 @@ def test_cpu_cluster_of_several_threads_needs_a_thread_safe_layer(monkeypatch):
         ge.cluster(threads_per_worker=2, processes=False, dashboard_address=None)
     monkeypatch.undo()
     assert _backend.cpu_threading_layer() in ("tbb", "omp", "workqueue")
+
+
+@pytest.mark.parametrize("given, n_gpus, expected", [(None, 2, [0, 1]), ("2,3", 1, ["2"]), ("GPU-a, GPU-b", None,
+                                                                                           ["GPU-a", "GPU-b"])])
+def test_cluster_workers_take_the_gpus_this_process_was_given(monkeypatch, given, n_gpus, expected):
+    # dask-cuda gives each worker one entry of CUDA_VISIBLE_DEVICES: with "2,3" given, a cluster
+    # of one GPU must run on GPU 2, not on GPU 0 (which range(n_gpus) would name)
+    import types
+
+    import distributed
+
+    monkeypatch.setattr(_backend, "gpu_count", lambda: 2)
+    if given is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", given)
+    seen = {}
+    monkeypatch.setitem(sys.modules, "dask_cuda", types.SimpleNamespace(LocalCUDACluster=lambda **kw: seen.update(kw)
+                                                                         or "cluster"))
+    monkeypatch.setattr(distributed, "Client", lambda cluster: cluster)
+    assert ge.cluster(n_gpus=n_gpus) == "cluster"
+    assert seen["CUDA_VISIBLE_DEVICES"] == expected
