@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The performance history (asv, benchmarks/history/): measure commits, each with its own package
+# (`git archive` of the commit, first on the benchmarks' path: asv takes it from ASV_PYTHONPATH)
+# by the history benchmarks of this tree, and add the results to
+# benchmarks/history/results/<machine>/ (copied to "$OUT"/history after each commit). Commit
+# them. On a GPU machine with this repository:
+#   bash benchmarks/gpu_history.sh                     # the current commit
+#   COMMITS="58e11f7^..HEAD" bash benchmarks/gpu_history.sh   # a range, or COMMITS="735c814 17dab91"
+# The lent machine's copy of the tree has no new commits: give it a bundle made beforehand,
+#   git bundle create .history/main.bundle main        # then carry .history
+# MACHINE names the results' folder (default: the GPU's name, e.g. nvidia-h100-80gb-hbm3).
+set -u
+export PYTHONUNBUFFERED=1
+source benchmarks/gpu_install.sh
+repo=$PWD
+if [ -f .history/main.bundle ]; then
+  repo=/tmp/history-repo
+  rm -rf "$repo" && git clone -q .history/main.bundle "$repo" || exit 1
+fi
+machine=${MACHINE:-$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr 'A-Z ' 'a-z-')}
+conf=/tmp/history-asv.conf.json
+python3 - "$repo" "$PWD/benchmarks/history" > "$conf" <<'PY'
+import json, sys
+conf = json.load(open(sys.argv[2] + "/asv.conf.json"))
+conf.update(repo=sys.argv[1], benchmark_dir=sys.argv[2], results_dir=sys.argv[2] + "/results", html_dir="/tmp/history-html")
+print(json.dumps(conf))
+PY
+python3 -m asv machine --config "$conf" --machine "$machine" --yes > /dev/null
+range=${COMMITS:-HEAD}
+case "$range" in *..*) commits=$(git -C "$repo" rev-list --reverse "$range") ;; *) commits=$(git -C "$repo" rev-parse $range) ;; esac
+for sha in $commits; do
+  src=/tmp/history-src/$sha
+  rm -rf "$src" && mkdir -p "$src" && git -C "$repo" archive "$sha" gpuensembles | tar -x -C "$src"
+  start=$(date +%s)
+  ASV_PYTHONPATH="$src:$PYTHONPATH" timeout "${SECONDS_PER_COMMIT:-240}" python3 -m asv run --config "$conf" --python=same \
+    --set-commit-hash "$sha" --machine "$machine" --show-stderr 2>&1 | grep --line-buffered -E "^\s*\[|Error|error" | tail -4
+  echo "$(git -C "$repo" log -1 --format='%h %s' "$sha" | cut -c1-70): $(( $(date +%s) - start )) s"
+  mkdir -p "$out/history" && cp -r benchmarks/history/results/. "$out/history/"
+done
