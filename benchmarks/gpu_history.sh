@@ -15,7 +15,7 @@ source benchmarks/gpu_install.sh
 repo=$PWD
 if [ -f .history/main.bundle ]; then
   repo=/tmp/history-repo
-  rm -rf "$repo" && git clone -q .history/main.bundle "$repo" || exit 1
+  rm -rf "$repo" && git clone -q -b main .history/main.bundle "$repo" || exit 1
 fi
 machine=${MACHINE:-$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr 'A-Z ' 'a-z-')}
 conf=/tmp/history-asv.conf.json
