@@ -2,8 +2,8 @@
 # The performance history (asv, benchmarks/history/): measure commits, each with its own package
 # (`git archive` of the commit, first on the benchmarks' path: asv takes it from ASV_PYTHONPATH)
 # by the history benchmarks of this tree, and add the results to
-# benchmarks/history/results/<machine>/ (copied to "$OUT"/history after each commit). Commit
-# them. On a GPU machine with this repository:
+# benchmarks/history/results/<machine>/ (and to "$OUT"/history.tgz after each commit). Commit
+# them. On a GPU machine with this repository and the package installed ('.[cuda,bench]'):
 #   bash benchmarks/gpu_history.sh                     # the current commit
 #   COMMITS="58e11f7^..HEAD" bash benchmarks/gpu_history.sh   # a range, or COMMITS="735c814 17dab91"
 # The lent machine's copy of the tree has no new commits: give it a bundle made beforehand,
@@ -11,7 +11,11 @@
 # MACHINE names the results' folder (default: the GPU's name, e.g. nvidia-h100-80gb-hbm3).
 set -u
 export PYTHONUNBUFFERED=1
-source benchmarks/gpu_install.sh
+if [ -d .whl ]; then
+  source benchmarks/gpu_install.sh  # the lent machine: dependencies from wheels
+else
+  out=${OUT:-/tmp/out} && mkdir -p "$out"
+fi
 repo=$PWD
 if [ -f .history/main.bundle ]; then
   repo=/tmp/history-repo
@@ -32,8 +36,8 @@ for sha in $commits; do
   src=/tmp/history-src/$sha
   rm -rf "$src" && mkdir -p "$src" && git -C "$repo" archive "$sha" gpuensembles | tar -x -C "$src"
   start=$(date +%s)
-  ASV_PYTHONPATH="$src:$PYTHONPATH" timeout "${SECONDS_PER_COMMIT:-240}" python3 -m asv run --config "$conf" --python=same \
+  ASV_PYTHONPATH="$src:${PYTHONPATH:-}" timeout "${SECONDS_PER_COMMIT:-240}" python3 -m asv run --config "$conf" --python=same \
     --set-commit-hash "$sha" --machine "$machine" --show-stderr 2>&1 | grep --line-buffered -E "^\s*\[|Error|error" | tail -4
   echo "$(git -C "$repo" log -1 --format='%h %s' "$sha" | cut -c1-70): $(( $(date +%s) - start )) s"
-  mkdir -p "$out/history" && cp -r benchmarks/history/results/. "$out/history/"
+  tar -czf "$out/history.tgz" -C benchmarks/history/results .  # one file: the lent machine returns few
 done
