@@ -16,7 +16,6 @@ import copy
 import functools
 import os
 import re
-import sys
 import threading
 import warnings
 import weakref
@@ -26,6 +25,7 @@ import numba
 import numpy as np
 from numba.core.dispatcher import Dispatcher
 
+from . import blas_probe
 from .cache import ImplInit, StableCacheMixin, StableFunctionCache
 
 #: Where kernels run: ``auto`` picks CUDA when a GPU is visible, else the CPU.
@@ -47,44 +47,11 @@ def _patch_numpy_for_numba_cuda():
         np.row_stack = np.vstack  # noqa: NPY201  (the removed alias itself is what numba-cuda needs)
 
 
-_ARRAY_MATH_LOCK = threading.Lock()
-
-
 def _load_cuda_array_math_without_blas_probe():
-    """Load numba-cuda's array-math module without importing :mod:`scipy.linalg`.
-
-    numba-cuda (0.30) imports ``numba.cuda.np.arraymath`` when its CUDA target first loads,
-    in every process, also when every kernel comes from the on-disk cache; that module
-    probes for a BLAS at import by importing ``scipy.linalg.cython_blas``, which loads all of
-    :mod:`scipy.linalg`: 0.1 s on this project's CI machine, 0.55-0.7 s of the first GPU call
-    on an H200 machine. The probe only decides whether ``np.convolve`` and ``np.correlate`` in
-    device code go through ``np.dot``, which device code cannot call; no kernel of this
-    package uses either. For that one import the probe (``numba.cuda.np.linalg.ensure_blas``)
-    reports no BLAS; it is restored at once, so typing ``np.dot`` and the like later is
-    unchanged. Where :mod:`scipy.linalg` is already loaded the probe is free and left alone,
-    as it is under the CUDA simulator and in a numba-cuda laid out differently.
-    """
-    with _ARRAY_MATH_LOCK:
-        if "scipy.linalg" in sys.modules or "numba.cuda.np.arraymath" in sys.modules or simulating_cuda():
-            return
-        try:
-            from numba.cuda.np import linalg
-        except ImportError:
-            return
-        probe = getattr(linalg, "ensure_blas", None)
-        if probe is None:
-            return
-
-        def no_blas():
-            raise ImportError("gpuensembles: the BLAS probe is skipped while numba-cuda's array math loads")
-
-        linalg.ensure_blas = no_blas
-        try:
-            from numba.cuda.np import arraymath
-        finally:
-            linalg.ensure_blas = probe
-        if getattr(arraymath, "ensure_blas", None) is no_blas:
-            arraymath.ensure_blas = probe
+    """numba-cuda's array math without its BLAS probe (:mod:`gpuensembles.core.blas_probe`);
+    left to load as it does under the CUDA simulator."""
+    if not simulating_cuda():
+        blas_probe.cuda_array_math()
 
 
 cuda = None

@@ -47,7 +47,7 @@ import numba
 import numpy as np
 from numba.core.caching import CompileResultCacheImpl, FunctionCache
 
-from . import compile_lock
+from . import blas_probe, compile_lock
 
 #: Bumped when the layout of cache entries changes.
 FORMAT = 1
@@ -377,3 +377,9 @@ class StableFunctionCache(StableCacheMixin, FunctionCache):
         from numba.core.serialize import dumps
 
         self._setup(dispatcher, _CompileResultImpl, dumps)
+
+    def load_overload(self, sig, target_context):
+        # the first load of a process loads the CPU target's registries: its array math first,
+        # without the BLAS probe that imports all of scipy.linalg (see core.blas_probe)
+        blas_probe.cpu_array_math()
+        return super().load_overload(sig, target_context)

@@ -140,6 +140,33 @@ def test_numba_cuda_array_math_loads_without_scipy_linalg(before, expected):
     assert proc.stdout.split("\n")[-2] == expected
 
 
+CPU_PROBE = """
+import sys
+import numba
+import numpy as np
+from numba.np import arraymath, linalg
+loaded = int("scipy.linalg" in sys.modules)
+dot = numba.njit(lambda a, b: np.dot(a, b))(np.ones(3), np.ones(3))  # BLAS still serves np.dot
+print(loaded, int(arraymath._HAVE_BLAS), int(arraymath.ensure_blas is linalg.ensure_blas), int(dot))
+"""
+
+
+@pytest.mark.parametrize("before, expected", [
+    ("import numba; numba.njit(lambda x: x)(1)\n", "1 1 1 3"),  # numba's CPU target alone loads scipy.linalg
+    ("import gpuensembles as ge\nge.escape_times(damping=0.05, gamma=0.5, D=0.01, h=0.004, realizations=4, seed=1, "
+     "backend='cpu', progress=False)\n", "0 0 1 3"),  # the README's job
+])
+def test_numba_cpu_array_math_loads_without_scipy_linalg(before, expected):
+    # the CPU target's array math probes for a BLAS the same way, at the first compile or cache
+    # load of a process: a CPU run skips it as a GPU run does, and np.dot still finds the BLAS
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    env["PYTHONPATH"] = str(Path(__file__).parent.parent.parent)
+    proc = subprocess.run([sys.executable, "-c", before + CPU_PROBE], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split("\n")[-2] == expected
+
+
 def test_freeze_makes_read_only_and_refuses_views():
     frozen = backend.freeze(np.arange(4.0))
     assert not frozen.flags.writeable
