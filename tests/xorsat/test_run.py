@@ -1,5 +1,7 @@
 """The quasi-greedy solver on the CPU backend: exact dynamics, solutions, determinism, TTS law."""
 
+import math
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -130,6 +132,22 @@ def test_same_seed_same_result_for_any_chunking(small):
             xr.testing.assert_identical(eager[name], lazy[name].compute())
     other = ge.xorsat.solve(small, **(kw | {"seed": 4}))
     assert not np.array_equal(other.tts_sweeps.values, eager.tts_sweeps.values)
+
+
+def test_one_run_per_instance_spreads_over_tasks():
+    # items are dealt run-major (every instance in turn), so even runs=1 splits over tasks,
+    # one per instance and p here, with the eager numbers; and chunks of 3 mix the sizes
+    stack = ge.xorsat.random_instances(N=[16, 24], count=3, seed=5)
+    kw = dict(p=[0.1, 0.4], clones=70, runs=1, seed=3, timeout=400, backend="cpu", progress=False)
+    eager = ge.xorsat.solve(stack, **kw)
+    lazy = ge.xorsat.solve(stack, chunks=1, **kw)
+    assert math.prod(lazy.tts_sweeps.data.numblocks) == 2 * 2 * 3
+    for name in ("tts_sweeps", "solved", "clone", "solution"):
+        xr.testing.assert_identical(eager[name], lazy[name].compute())
+    kw["runs"] = 4  # chunks of 3 items (runs at points) that cross from one instance and size to the next
+    eager, mixed = ge.xorsat.solve(stack, **kw), ge.xorsat.solve(stack, chunks=3, **kw)
+    for name in ("tts_sweeps", "solved", "clone", "solution"):
+        xr.testing.assert_identical(eager[name], mixed[name].compute())
 
 
 def test_batches_of_runs_give_the_same_runs(small, monkeypatch):

@@ -169,19 +169,19 @@ def solve(instances, p=0.1, clones=DEFAULT_CLONES, timeout=None, runs=1, *, seed
     words = -(-clones // 32)  # a run's clone words, progress and results while it runs (see kernels._start)
     engine.check_memory(words * (4 * n_max + 16), f"the clones of one run (clones={clones}, N={n_max})",
                         fix="use fewer clones")
-    # An item is a run index, taken at every point: each chunk (task, GPU) gets the same mix of
-    # instances, whose costs differ by orders of magnitude with N.
-    outputs = {"best": engine.Output((runs, len(points)), np.uint64, 0),
-               "seconds_per_sweep": engine.Output((runs, len(points)), np.float64, 0),
-               "solution": engine.Output((runs, len(points), n_max), np.uint8, 0)}
+    # Item i is run i // P at point i % P (P points): consecutive items, and so each chunk (task,
+    # GPU), take every instance in turn, whose costs differ by orders of magnitude with N.
+    n_items = len(points) * runs
+    outputs = {"best": engine.Output((n_items,), np.uint64, 0),
+               "seconds_per_sweep": engine.Output((n_items,), np.float64, 0),
+               "solution": engine.Output((n_items, n_max), np.uint8, 0)}
     block = functools.partial(_run_items, points, ps, clones, limit, seed, n_max, backend)
     what = f"runs={runs} at {len(points)} points ({ps.size} values of p, {len(problems)} instances of N <= {n_max})"
-    described = {**call, "instances": [(prob.key_index, prob.graph) for prob in problems], "items": "runs"}
+    described = {**call, "instances": [(prob.key_index, prob.graph) for prob in problems], "items": "run-major"}
     with engine.stored_run(store, "xorsat.solve", described, seed) as stored, estimate.timed(
             _work(problems, ps.size, runs, clones, limit), backend, progress) as clock:
-        raw = engine.run_realizations(block, runs, outputs, chunks=chunks, pieces=20,
-                                      progress=progress, unit=engine.Units("runs", per_item=len(points)), what=what,
-                                      store=stored)
+        raw = engine.run_realizations(block, n_items, outputs, chunks=chunks, pieces=20, progress=progress,
+                                      unit="runs", what=what, store=stored)
         clock.ran(raw)
     return _dataset(raw, stacked, instances, p_da, ps, runs, clones, limit, timeout, seed, backend, call)
 
@@ -246,24 +246,25 @@ def _index(single) -> int:
 
 
 def _run_items(points, ps, clones, timeout, seed, n_max, backend, start, stop) -> dict:
-    """Runs ``[start, stop)`` at every point: best, seconds per sweep, solution bits, each ``(run, point, ...)``."""
+    """Items ``[start, stop)`` (``i``: run ``i // P`` at point ``i % P``): best, seconds per sweep, solution."""
     resolved = _backend.resolve(backend)
     runner = hypergraphs.cuda_runner() if resolved == "cuda" else hypergraphs.cpu_runner()
-    best = np.empty((stop - start, len(points)), dtype=np.uint64)
-    seconds = np.empty((stop - start, len(points)))
-    solution = np.zeros((stop - start, len(points), n_max), dtype=np.uint8)
-    words = -(-clones // 32)
+    best = np.empty(stop - start, dtype=np.uint64)
+    seconds = np.empty(stop - start)
+    solution = np.zeros((stop - start, n_max), dtype=np.uint8)
+    words, n_points = -(-clones // 32), len(points)
     for point, (k, prob) in enumerate(points):
         P, always = quasi_greedy.threshold(ps[k])
+        first, end = -(-(start - point) // n_points), -(-(stop - point) // n_points)  # its runs in the items
         batch = max(1, BATCH_BYTES // (4 * words * prob.N))  # runs per runner call
-        for lo in range(start, stop, batch):
-            hi = min(lo + batch, stop)
+        for lo in range(first, end, batch):
+            hi = min(lo + batch, end)
             out = runner(prob.graph, prob.bounds, prob.N, np.arange(lo, hi, dtype=np.uint32), clones, P, always,
                          timeout, np.uint32(seed), quasi_greedy.key(prob.key_index, k))
-            rows = slice(lo - start, hi - start)
-            best[rows, point] = out.best
-            seconds[rows, point] = out.seconds * words / max(out.word_sweeps, 1)
-            solution[rows, point, :prob.N] = _solutions(out, prob)
+            rows = slice(lo * n_points + point - start, hi * n_points + point - start, n_points)
+            best[rows] = out.best
+            seconds[rows] = out.seconds * words / max(out.word_sweeps, 1)
+            solution[rows, :prob.N] = _solutions(out, prob)
     return {"best": best, "seconds_per_sweep": seconds, "solution": solution}
 
 
@@ -286,8 +287,8 @@ def _dataset(raw, stacked, instances, p_da, ps, runs, clones, limit, timeout, se
     dims = ("p",) + tuple(stacked) + (RUN,)
     xp = np if isinstance(raw["best"], np.ndarray) else engine.dask_array()
 
-    def by_point(values):  # (run, point, ...) -> (p, [N, instance,] run, ...)
-        return xp.moveaxis(values.reshape((runs,) + shape[:-1] + values.shape[2:]), 0, len(shape) - 1)
+    def by_point(values):  # items (run-major) -> (p, [N, instance,] run, ...)
+        return xp.moveaxis(values.reshape((runs,) + shape[:-1] + values.shape[1:]), 0, len(shape) - 1)
 
     best = by_point(raw["best"])
     solved = best != hypergraphs.NONE
