@@ -379,7 +379,11 @@ class StableFunctionCache(StableCacheMixin, FunctionCache):
         self._setup(dispatcher, _CompileResultImpl, dumps)
 
     def load_overload(self, sig, target_context):
-        # the first load of a process loads the CPU target's registries: its array math first,
-        # without the BLAS probe that imports all of scipy.linalg (see core.blas_probe)
+        """Load a compiled overload; the first of a process loads numba's array math without the BLAS probe.
+
+        The first load of a process loads the CPU target's registries, its array math among them,
+        whose import-time BLAS probe would load all of :mod:`scipy.linalg` (see
+        :mod:`gpuensembles.core.blas_probe`).
+        """
         blas_probe.cpu_array_math()
         return super().load_overload(sig, target_context)
