@@ -18,15 +18,26 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
 fi
 seconds=${SECONDS_PER_GPU:-60}
 if [ -n "${LANES:-}" ]; then
-  gpu=0
-  for lane in $LANES; do
-    CUDA_VISIBLE_DEVICES=$gpu python3 -m benchmarks.scaling --gpus 1 --work-gpus "${WORK_GPUS:-4}" \
-      --seconds "$seconds" --only "$lane" ${SIZES:+--sizes $SIZES} --json "$out/one_${lane//,/_}.json" > "$out/one_${lane//,/_}.log" 2>&1 &
-    gpu=$((gpu + 1))
+  # one GPU a lane, from those this process was given
+  IFS=, read -r -a gpus <<< "${CUDA_VISIBLE_DEVICES:-$(nvidia-smi --query-gpu=index --format=csv,noheader | paste -sd,)}"
+  read -r -a lanes <<< "$LANES"
+  if [ "${#lanes[@]}" -gt "${#gpus[@]}" ]; then
+    echo "LANES has ${#lanes[@]} lanes for ${#gpus[@]} GPUs: lanes would share a GPU" >&2
+    exit 2
+  fi
+  pids=()
+  for i in "${!lanes[@]}"; do
+    lane=${lanes[$i]}
+    CUDA_VISIBLE_DEVICES=${gpus[$i]// /} python3 -m benchmarks.scaling --gpus 1 --work-gpus "${WORK_GPUS:-4}" \
+      --seconds "$seconds" --only "$lane" ${SIZES:+--sizes $SIZES} --json "$out/one_${lane//,/_}.json" \
+      > "$out/one_${lane//,/_}.log" 2>&1 &
+    pids+=($!)
   done
-  wait
+  rc=0
+  for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
   grep -h "GPU(s), size\|Error" "$out"/one_*.log
   python3 -m benchmarks.scaling --report "$out"/one_*.json
+  exit "$rc"
 else
   python3 -m benchmarks.scaling --gpus ${GPUS:-1 4} --seconds "$seconds" --json "$out/scaling.json" \
     --only "${ONLY:-rates,escape_times,switching_currents,ising,xorsat}" ${SIZES:+--sizes $SIZES} \

@@ -9,7 +9,7 @@
 # The lent machine's copy of the tree has no new commits: give it a bundle made beforehand,
 #   git bundle create .history/main.bundle main        # then carry .history
 # MACHINE names the results' folder (default: the GPU's name, e.g. nvidia-h100-80gb-hbm3).
-set -u
+set -u -o pipefail
 export PYTHONUNBUFFERED=1
 if [ -d .whl ]; then
   source benchmarks/gpu_install.sh  # the lent machine: dependencies from wheels
@@ -32,12 +32,21 @@ PY
 python3 -m asv machine --config "$conf" --machine "$machine" --yes > /dev/null
 range=${COMMITS:-HEAD}
 case "$range" in *..*) commits=$(git -C "$repo" rev-list --reverse "$range") ;; *) commits=$(git -C "$repo" rev-parse $range) ;; esac
+rc=0
 for sha in $commits; do
   src=/tmp/history-src/$sha
   rm -rf "$src" && mkdir -p "$src" && git -C "$repo" archive "$sha" gpuensembles | tar -x -C "$src"
   start=$(date +%s)
-  ASV_PYTHONPATH="$src:${PYTHONPATH:-}" timeout "${SECONDS_PER_COMMIT:-240}" python3 -m asv run --config "$conf" --python=same \
-    --set-commit-hash "$sha" --machine "$machine" --show-stderr 2>&1 | grep --line-buffered -E "^\s*\[|Error|error" | tail -4
+  # the benchmarks refuse to run on another package than the commit's (GPUENSEMBLES_HISTORY_SOURCE)
+  GPUENSEMBLES_HISTORY_SOURCE="$src" ASV_PYTHONPATH="$src:${PYTHONPATH:-}" timeout "${SECONDS_PER_COMMIT:-240}" \
+    python3 -m asv run --config "$conf" --python=same --set-commit-hash "$sha" --machine "$machine" --show-stderr \
+    > /tmp/history-asv.log 2>&1 || { echo "asv run failed for $sha (exit $?)"; rc=1; }
+  { echo "== $sha"; cat /tmp/history-asv.log; } >> "$out/asv.log"  # one file: the lent machine returns few
+  grep -E "^\s*\[|Error|error" /tmp/history-asv.log | tail -4
+  if ! ls benchmarks/history/results/"$machine"/"${sha:0:8}"-*.json > /dev/null 2>&1; then
+    echo "no result for $sha"; rc=1
+  fi
   echo "$(git -C "$repo" log -1 --format='%h %s' "$sha" | cut -c1-70): $(( $(date +%s) - start )) s"
-  tar -czf "$out/history.tgz" -C benchmarks/history/results .  # one file: the lent machine returns few
+  tar -czf "$out/history.tgz" -C benchmarks/history/results .
 done
+exit "$rc"

@@ -34,6 +34,7 @@ import json
 import os
 import subprocess
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -120,6 +121,9 @@ def main(argv=None):
         return report(_read(args.report))
     names = [n for n in args.only.split(",") if n]
     sizes = {r["case"]: r["size"] for r in _read(args.sizes)}
+    missing = [n for n in names if args.sizes and n not in sizes and CASES[n][1] is not None]
+    if missing:
+        raise ValueError(f"--sizes gives no size for {missing}: name the JSON of their one-GPU runs")
     work_gpus = args.work_gpus or max(args.gpus)
     results = []
     for gpus in sorted(args.gpus):
@@ -150,7 +154,11 @@ def main(argv=None):
 
 
 def _read(patterns) -> list:
-    return [r for pattern in patterns for path in sorted(glob.glob(pattern)) for r in json.load(open(path))]
+    paths = [(pattern, sorted(glob.glob(pattern))) for pattern in patterns]
+    empty = [pattern for pattern, found in paths if not found]
+    if empty:
+        raise ValueError(f"no file matches {empty}")
+    return [r for _, found in paths for path in found for r in json.loads(Path(path).read_text())]
 
 
 def report(results):
@@ -159,6 +167,10 @@ def report(results):
     print("|---|---|---|---|---|---|---|")
     for r in results:
         base = min((b for b in results if (b["case"], b["size"]) == (r["case"], r["size"])), key=lambda b: b["gpus"])
+        if base is not r and base["gpus"] == r["gpus"] or base is r and r["gpus"] > 1:
+            print(f"| {r['case']} | {r['size']} | {r['gpus']} | {r['seconds']:.1f} | n/a | n/a (no run on fewer GPUs "
+                  "at this size) | n/a |")
+            continue
         speedup = base["seconds"] / r["seconds"]
         print(f"| {r['case']} | {r['size']} | {r['gpus']} | {r['seconds']:.1f} | {speedup:.2f} | "
               f"{speedup * base['gpus'] / r['gpus']:.1%} | {r['total'] == base['total']} |")

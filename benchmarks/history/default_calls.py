@@ -7,8 +7,10 @@ that compiles or loads the kernels; the calls are the defaults a user starts fro
 """
 
 import math
+import os
 import time
 import warnings
+from pathlib import Path
 
 import gpuensembles as ge
 
@@ -21,7 +23,16 @@ README_JOB = dict(damping=0.05, gamma=0.5, D=0.01, h=0.004, realizations=5120, s
 REPEATS = 3
 
 
+def _check_source():
+    """Refuse to measure another package than the commit's: ``benchmarks/gpu_history.sh`` names its
+    folder in ``GPUENSEMBLES_HISTORY_SOURCE`` (asv passes the environment on, but sets its own path)."""
+    source = os.environ.get("GPUENSEMBLES_HISTORY_SOURCE")
+    if source and not Path(ge.__file__).resolve().is_relative_to(Path(source).resolve()):
+        raise RuntimeError(f"gpuensembles comes from {ge.__file__}, not from the commit's {source}")
+
+
 def _best_seconds(call) -> float:
+    _check_source()
     best = math.inf
     with warnings.catch_warnings():  # Ising calls started cold warn that their chains still drift
         warnings.simplefilter("ignore", RuntimeWarning)
