@@ -164,3 +164,23 @@ def test_phase_diffusion_asv_benchmark_skips_cleanly_without_gpu():
     else:
         with pytest.raises(NotImplementedError):  # asv's way to skip
             bench.setup("voltage")
+
+
+def test_scaling_report_joins_baselines_and_refuses_what_it_cannot_compare(tmp_path, capsys):
+    # the report of side-by-side one-GPU runs and a later four-GPU run: efficiency against the
+    # run on the fewest GPUs of the same case and size, n/a where there is none
+    from benchmarks import scaling
+
+    one = [dict(case="ising", size=10, gpus=1, seconds=100.0, total=5.0)]
+    four = [dict(case="ising", size=10, gpus=4, seconds=26.0, total=5.0),
+            dict(case="xorsat", size=7, gpus=4, seconds=9.0, total=1.0)]
+    (tmp_path / "one_ising.json").write_text(json.dumps(one))
+    (tmp_path / "four.json").write_text(json.dumps(four))
+    scaling.main(["--report", str(tmp_path / "one_*.json"), str(tmp_path / "four.json")])
+    rows = capsys.readouterr().out.splitlines()
+    assert "| ising | 10 | 4 | 26.0 | 3.85 | 96.2% | True |" in rows
+    assert any(row.startswith("| xorsat | 7 | 4 |") and "n/a" in row for row in rows)
+    with pytest.raises(ValueError, match="no file matches"):
+        scaling.main(["--report", str(tmp_path / "none_*.json")])
+    with pytest.raises(ValueError, match="no size for"):
+        scaling.main(["--gpus", "4", "--only", "escape_times", "--sizes", str(tmp_path / "one_*.json")])
