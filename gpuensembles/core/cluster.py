@@ -59,8 +59,10 @@ def cluster(n_gpus=None, **kwargs):
 
 
 def visible_devices() -> list:
-    """The GPUs this process may use: the entries of ``CUDA_VISIBLE_DEVICES`` (strings: indices or
-    UUIDs), else the indices ``0 .. n-1`` of the GPUs the driver counts (ints; dask-cuda takes both).
+    """Return the GPUs this process may use, as dask-cuda's ``CUDA_VISIBLE_DEVICES`` takes them.
+
+    These are the entries of ``CUDA_VISIBLE_DEVICES`` (strings: indices or UUIDs), else the
+    indices ``0 .. n-1`` of the GPUs the driver counts (ints; dask-cuda takes both).
 
     A cluster's workers take the first of these: ``list(range(n))`` would name physical GPUs
     0 .. n-1 whatever this process was given (dask-cuda hands each worker one entry as its
