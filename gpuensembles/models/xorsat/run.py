@@ -180,7 +180,9 @@ def solve(instances, p=0.1, clones=DEFAULT_CLONES, timeout=None, runs=1, *, seed
     described = {**call, "instances": [(prob.key_index, prob.graph) for prob in problems], "items": "run-major"}
     with engine.stored_run(store, "xorsat.solve", described, seed) as stored, estimate.timed(
             _work(problems, ps.size, runs, clones, limit), backend, progress) as clock:
-        raw = engine.run_realizations(block, n_items, outputs, chunks=chunks, pieces=20, progress=progress,
+        # on a GPU in one piece: a piece's runner calls take its runs of one instance at a time
+        pieces = 20 if _backend.resolve(backend) == "cpu" else 1
+        raw = engine.run_realizations(block, n_items, outputs, chunks=chunks, pieces=pieces, progress=progress,
                                       unit="runs", what=what, store=stored)
         clock.ran(raw)
     return _dataset(raw, stacked, instances, p_da, ps, runs, clones, limit, timeout, seed, backend, call)
