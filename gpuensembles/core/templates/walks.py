@@ -1,6 +1,7 @@
 """Weighted random walks on a sparse Markov chain (Monte Carlo linear solvers)."""
 
 import functools
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -103,7 +104,37 @@ def _walk_pieces(kernel):
     return begin, advance, per_visit
 
 
-@functools.cache
+#: Variants of the CUDA walks, chosen at run time by ``GPUENSEMBLES_WALK_KERNEL`` (benchmarks
+#: compare them; ``default`` is what users get). Each is ``(slots, warp_counter)``:
+#:
+#: * ``slots``: per-visit walks whose bins are in global memory keep the tallies of the last
+#:   ``slots`` distinct states they visited in registers (least recently visited out first)
+#:   and add a state's sum to the bins only when it leaves, or when the walk ends. A random
+#:   walk on a sparse matrix comes back often (a 1D walk to one of its last 4 states 72 % of
+#:   the time, a 2D one 34 %), so fewer atomics reach the bins. ``0``: every visit is one
+#:   atomic add, as it is for bins in shared memory.
+#: * ``warp_counter``: the lanes of a warp whose walks end together take their next walks
+#:   from the batch's counter with one atomic (its leader's), not one each.
+#:
+#: Every variant runs the same walks; only the order in which their weights are added changes.
+WALK_VARIANTS = {
+    "default": (4, True),
+    "plain": (0, False),
+    "counter": (0, True),
+    "lru2": (2, True),
+    "lru4-lane-counter": (4, False),
+}
+WALK_VARIANT_VARIABLE = "GPUENSEMBLES_WALK_KERNEL"
+
+
+def walk_variant() -> str:
+    """The CUDA walk variant named by ``GPUENSEMBLES_WALK_KERNEL`` (``default`` when unset)."""
+    name = os.environ.get(WALK_VARIANT_VARIABLE, "") or "default"
+    if name not in WALK_VARIANTS:
+        raise ValueError(f"{WALK_VARIANT_VARIABLE} must be one of {list(WALK_VARIANTS)}, got {name!r}")
+    return name
+
+
 def walk_runner(kernel: WalkKernel, backend: str):
     """Compile ``kernel`` for ``backend``; return ``run(chain, sources, score, batches, ..., out)``.
 
@@ -118,10 +149,19 @@ def walk_runner(kernel: WalkKernel, backend: str):
     The CPU runner gives each batch to one thread, so its sums are bit-identical for any
     chunking. The CUDA runner adds with atomics (in shared memory when the bins fit), so
     its sums agree to float64 rounding; the walks themselves (and ``out[:, -1]``) are
-    identical. The CUDA runner also has ``run.reduced(...)``, which reduces the batch
-    tallies to a mean and a spread on the device, so that only two vectors leave it.
+    identical. Both have ``run.transitions(chain, ..., max_steps, width)``, which returns
+    ``out[:, -1]`` alone (on a GPU without bringing the tallies back). The CUDA runner also
+    has ``run.reduced(...)``, which reduces the batch tallies to a mean and a spread on the
+    device, so that only two vectors leave it. The CUDA variant is :func:`walk_variant`'s.
     """
-    return build_for(backend, kernel, _cpu_walks, _cuda_walks)
+    return _walk_runner(kernel, backend, walk_variant() if backend == "cuda" else None)
+
+
+@functools.cache
+def _walk_runner(kernel, backend, variant):
+    if backend == "cuda":
+        return _cuda_walks(kernel, *WALK_VARIANTS[variant])
+    return build_for(backend, kernel, _cpu_walks, None)
 
 
 def _cpu_walks(kernel):
@@ -157,6 +197,12 @@ def _cpu_walks(kernel):
         run_cpu(*chain, *sources, per_source, score, first, size, np.uint32(seed), np.uint32(stream),
                 np.float64(cutoff), np.int64(max_steps), out)
 
+    def transitions(chain, sources, per_source, score, first, size, seed, stream, cutoff, max_steps, width):
+        out = np.empty((size.size, width))
+        run(chain, sources, per_source, score, first, size, seed, stream, cutoff, max_steps, out)
+        return out[:, -1].copy()
+
+    run.transitions = transitions
     return run
 
 
@@ -164,10 +210,12 @@ _WALK_THREADS = 256
 _WALK_SHARED_BYTES = 40 * 1024  # per block; bins beyond that are added in global memory
 
 
-def _cuda_walks(kernel):
+def _cuda_walks(kernel, slots, warp_counter):
     bind_cuda(globals())
     begin, advance, per_visit = _walk_pieces(kernel)
     readable = simulator_copy if simulating_cuda() else identity
+    slots = slots if per_visit else 0
+    warp_counter = warp_counter and not simulating_cuda()  # the simulator has no warp intrinsics
 
     @cuda.jit(device=True)
     def tally(local, out, b, bin_, value, shared):
@@ -177,27 +225,83 @@ def _cuda_walks(kernel):
             cuda.atomic.add(out, (b, bin_), value)
 
     @cuda.jit(device=True)
+    def next_walk(counters, b):
+        """The next walk of batch ``b`` for this lane (one atomic per warp with ``warp_counter``)."""
+        if not warp_counter:
+            return cuda.atomic.add(counters, b, 1)
+        mask = cuda.activemask()
+        leader = cuda.ffs(mask) - 1
+        base = np.int64(0)
+        if cuda.laneid == leader:
+            base = cuda.atomic.add(counters, b, np.int64(cuda.popc(mask)))
+        return cuda.shfl_sync(mask, base, leader) + cuda.popc(mask & cuda.lanemask_lt())
+
+    @cuda.jit(device=True)
+    def visit(local, out, b, shared, i, w, s0, a0, s1, a1, s2, a2, s3, a3):
+        """Add ``w`` to state ``i`` among the walk's ``slots`` most recent states ``s`` (sums ``a``),
+        most recent first; the least recent goes to the bins when ``i`` is not among them."""
+        if slots == 0 or shared:  # a shared-memory atomic costs less than keeping the states
+            tally(local, out, b, i, w, shared)
+            return s0, a0, s1, a1, s2, a2, s3, a3
+        if i == s0:
+            return s0, a0 + w, s1, a1, s2, a2, s3, a3
+        if slots >= 2 and i == s1:
+            return s1, a1 + w, s0, a0, s2, a2, s3, a3
+        if slots >= 3 and i == s2:
+            return s2, a2 + w, s0, a0, s1, a1, s3, a3
+        if slots >= 4 and i == s3:
+            return s3, a3 + w, s0, a0, s1, a1, s2, a2
+        if slots == 1:
+            last, value = s0, a0
+        elif slots == 2:
+            last, value = s1, a1
+        elif slots == 3:
+            last, value = s2, a2
+        else:
+            last, value = s3, a3
+        if last >= 0:
+            tally(local, out, b, last, value, shared)
+        return np.int64(i), w, s0, a0, s1, a1, s2, a2
+
+    @cuda.jit(device=True)
+    def forget(local, out, b, shared, s0, a0, s1, a1, s2, a2, s3, a3):
+        """Add the sums of the remembered states to the bins (the walk ended)."""
+        if slots >= 1 and s0 >= 0:
+            tally(local, out, b, s0, a0, shared)
+        if slots >= 2 and s1 >= 0:
+            tally(local, out, b, s1, a1, shared)
+        if slots >= 3 and s2 >= 0:
+            tally(local, out, b, s2, a2, shared)
+        if slots >= 4 and s3 >= 0:
+            tally(local, out, b, s3, a3, shared)
+
+    @cuda.jit(device=True)
     def walk_batch(indptr, indices, cdf, factor, src_cdf, src_state, src_weight, per_source, score, first, size,
                    seed, stream, cutoff, max_steps, shared, out, counters, local, b, nbins):
         """This thread's share of the walks of batch ``b``."""
         n_walks = size[b]
-        k = cuda.atomic.add(counters, b, 1)
+        k = next_walk(counters, b)
         words = (np.uint32(0), np.uint32(0), np.uint32(0), np.uint32(0))
         i, w, wcut, bin_ = begin(src_cdf, src_state, src_weight, per_source[b], min(k, n_walks - 1), seed, stream,
                                  first[b] + k, cutoff)
         step, acc, transitions = np.int64(0), 0.0, 0
+        s0 = s1 = s2 = s3 = np.int64(-1)
+        a0 = a1 = a2 = a3 = 0.0
         while k < n_walks:
             if per_visit:
-                tally(local, out, b, i, w, shared)
+                s0, a0, s1, a1, s2, a2, s3, a3 = visit(local, out, b, shared, i, w, s0, a0, s1, a1, s2, a2, s3, a3)
             else:
                 acc += w * score[i]
             i, w, step, words, done = advance(indptr, indices, cdf, factor, i, w, wcut, step, words, max_steps,
                                               seed, stream, first[b] + k)
             if done:
-                if not per_visit:
+                if per_visit:
+                    forget(local, out, b, shared, s0, a0, s1, a1, s2, a2, s3, a3)
+                    s0 = s1 = s2 = s3 = np.int64(-1)
+                else:
                     tally(local, out, b, bin_, acc, shared)
                 transitions += step
-                k = cuda.atomic.add(counters, b, 1)
+                k = next_walk(counters, b)
                 if k < n_walks:
                     i, w, wcut, bin_ = begin(src_cdf, src_state, src_weight, per_source[b], k, seed, stream,
                                              first[b] + k, cutoff)
@@ -307,6 +411,17 @@ def _cuda_walks(kernel):
         d_out.copy_to_host(out, stream=launch_stream)
         launch_stream.synchronize()
 
+    def transitions(chain, sources, per_source, score, first, size, seed, stream, cutoff, max_steps, width):
+        """The transitions of each batch's walks; their tallies stay on the device."""
+        counted = np.zeros(size.size)
+        if size.size:
+            d_out, launch_stream = launch_walks(chain, sources, per_source, score, first, size, seed, stream, cutoff,
+                                                max_steps, (size.size, width))
+            for b in range(size.size):  # one element of each row: no transfer of the tallies
+                d_out[b, width - 1:].copy_to_host(counted[b:b + 1], stream=launch_stream)
+            launch_stream.synchronize()
+        return counted
+
     def reduced(chain, sources, per_source, score, first, size, seed, stream, cutoff, max_steps, width, counts, base,
                 matrix=None):
         """Run the walks of every batch and reduce over the batches on the device.
@@ -340,6 +455,6 @@ def _cuda_walks(kernel):
         launch_stream.synchronize()
         return x, spread, float(transitions[0])
 
-    run.reduced = reduced
+    run.reduced, run.transitions = reduced, transitions
     run.kernel = walk_kernel
     return run

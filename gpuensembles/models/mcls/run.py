@@ -21,7 +21,7 @@ import xarray as xr
 
 from ...core import backend as _backend
 from ...core import engine, estimate, io
-from ...core.backend import Backend, Progress, cached
+from ...core.backend import Backend, Progress, cached, freeze
 from ...core.lazy import lazy_module
 from ...core.templates.walks import walk_runner
 from . import mcsa
@@ -191,7 +191,7 @@ def _work(problem, iterations) -> estimate.Work:
     per = problem.rows.size if problem.method == "forward" else 1
     pilot = replace(problem, per_batch=np.array([walks]), first=np.zeros(1, np.int64),
                     size=np.array([walks * per], dtype=np.int64))
-    length = float(pilot.run(0, 1)[0, -1]) / (walks * per)
+    length = float(pilot.transitions()[0]) / (walks * per)
     total = float(problem.size.sum())
     basis = f"{total:.3g} walks of {length:.3g} transitions (the mean of a pilot of {walks * per} walks)"
     if iterations > 1:
@@ -232,7 +232,7 @@ class _Problem:
 
     def with_rhs(self, f: np.ndarray, stream: int) -> _Problem:
         """The same walks for the right-hand side ``D f`` (adjoint), on RNG ``stream``."""
-        return replace(self, f=f, sources=adjoint_sources(f), stream=stream)
+        return replace(self, f=f, sources=tuple(freeze(a) for a in adjoint_sources(f)), stream=stream)
 
     @property
     def n(self) -> int:
@@ -262,6 +262,12 @@ class _Problem:
                 out[:, :-1] += counts * self.f[self.rows]
         return out
 
+
+    def transitions(self) -> np.ndarray:
+        """The transitions of each batch's walks (the tallies are not brought back)."""
+        runner = walk_runner(KERNELS[self.walk], _backend.resolve(self.backend))
+        return runner.transitions(self.table, self.sources, self.per_batch, self.score, self.first, self.size,
+                                  self.seed, self.stream, self.cutoff, self.max_steps, self.width)
 
     def run_reduced(self) -> tuple:
         """``(x, spread, transitions)`` of all batches, reduced on the GPU (see :func:`_assemble`)."""
@@ -322,8 +328,8 @@ def _make_problem(A, b, method, histories, weight_cutoff, max_steps, estimator, 
     else:
         sources = (np.ones(1), rows.astype(np.int32), np.ones(rows.size))
         score, size = (f if estimator == "collision" else H @ f), per_batch * rows.size
-    for array in sources:  # read-only as the frozen walk tables are: the CPU walks' callees compile once
-        array.setflags(write=False)
+    for array in sources:  # frozen as the walk tables are: the CPU walks' callees compile once, and the
+        freeze(array)  # pilot's device copies serve the run's
     first = np.concatenate(([0], np.cumsum(size)[:-1])).astype(np.int64)
     return _Problem(method, estimator, A, b, H, f, split.table, sources, score, rows, per_batch,
                     first, size.astype(np.int64), cutoff, steps, seed, _STREAM[method], backend, rho_H, rho_H_hat)
@@ -332,16 +338,28 @@ def _make_problem(A, b, method, histories, weight_cutoff, max_steps, estimator, 
 def adjoint_sources(f: np.ndarray) -> tuple:
     """Source table of adjoint walks: start at ``i`` with probability ``|f_i| / ||f||_1``.
 
-    The start weight is ``sign(f_i) ||f||_1``.
+    The start weight is ``sign(f_i) ||f||_1``. Rows with ``f_i = 0`` are left out.
     """
-    magnitude = np.abs(f)
-    norm = magnitude.sum()
-    nz = np.flatnonzero(magnitude)
-    if nz.size < f.size:  # else every row is a source (b without zeros): no gathers
-        f, magnitude = f[nz], magnitude[nz]
-    src_cdf = np.cumsum(magnitude / norm)
-    src_cdf[-1] = 1.0
-    return src_cdf, nz.astype(np.int32), np.sign(f) * norm
+    f = np.ascontiguousarray(f, dtype=np.float64)
+    return _sources(f, np.abs(f).sum())
+
+
+@cached
+@numba.njit
+def _sources(f, norm):
+    """``(cdf, state, weight)`` of the nonzero entries of ``f`` in one pass (``np.cumsum``'s order of additions)."""
+    count = 0
+    for value in f:
+        count += value != 0.0
+    cdf, state, weight = np.empty(count), np.empty(count, np.int32), np.empty(count)
+    acc, k = 0.0, 0
+    for i in range(f.size):
+        if f[i] != 0.0:
+            acc += abs(f[i]) / norm
+            cdf[k], state[k], weight[k] = acc, i, norm if f[i] > 0.0 else -norm
+            k += 1
+    cdf[count - 1] = 1.0
+    return cdf, state, weight
 
 
 def _check_cutoff(weight_cutoff) -> float:

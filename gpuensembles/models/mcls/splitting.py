@@ -133,7 +133,7 @@ def splitting(A, walk: str) -> Splitting:
     return found
 
 
-_DIGEST_PIECE = 1 << 22  # bytes hashed by one task of matrix_digest
+_DIGEST_PIECE = 1 << 20  # bytes hashed by one task of matrix_digest
 _DIGEST_POOL: dict = {}  # process id -> its thread pool (a forked child starts its own)
 _DIGEST_POOL_LOCK = threading.Lock()
 
@@ -156,7 +156,7 @@ def _digest_pool(workers: int) -> ThreadPoolExecutor:
 
 
 def matrix_digest(A) -> str:
-    """SHA-256 over the lengths and the SHA-256 digests of the 4 MiB pieces of ``A``'s shape and CSR arrays (hex).
+    """SHA-256 over the lengths and the SHA-256 digests of the 1 MiB pieces of ``A``'s shape and CSR arrays (hex).
 
     The pieces are hashed on a thread pool (``hashlib`` releases the GIL), so the key of a
     matrix of 1e6 rows costs a few milliseconds on a many-core host instead of the tens that
