@@ -45,14 +45,6 @@ def worker_count(client=None) -> int:
     return max(1, len(client.scheduler_info().get("workers", {})))
 
 
-def thread_count(client=None) -> int:
-    """Threads of all workers of ``client`` (default: the active ``distributed.Client``); 1 without one."""
-    client = client if client is not None else _active_client()
-    if client is None:
-        return 1
-    return max(1, sum(client.nthreads().values()))
-
-
 def _memory_limit(client) -> int:
     """Bytes one task may use: the smallest worker's memory limit on a cluster, else what is free here."""
     if client is not None:

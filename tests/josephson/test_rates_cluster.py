@@ -50,10 +50,10 @@ def test_switching_from_rates_on_a_cluster_is_the_eager_run(eager, client):
         np.testing.assert_array_equal(remote[name].values, eager[1][name].values, err_msg=name)
 
 
-def test_points_are_dealt_out_to_one_task_per_worker_thread(eager, client):
+def test_points_are_dealt_out_to_one_task_per_worker(eager, client):
     lazy = ge.escape_rates(gamma=GAMMA, **RATES)
     tasks = [key for key in dict(lazy.rate.data.__dask_graph__()) if str(key[0]).startswith("_block")]
-    assert len(tasks) == sum(client.nthreads().values()) == 4  # two workers of two threads
+    assert len(tasks) == len(client.nthreads()) == 2  # two workers (of two threads each): a task per GPU
 
 
 def test_dealt_points_come_back_in_order(monkeypatch):

@@ -425,12 +425,14 @@ def _lazy(plan, grid, chunks, settings):
     """One dask task per block of points (the rates of a point do not depend on the blocks).
 
     Without ``chunks`` (an active client), the points are dealt out in turn to one task per
-    worker thread (:func:`_interleaved`), so that each GPU gets batches of points, as an eager
-    run gives it all of them, and each batch a share of the costly and the cheap ones.
+    worker (:func:`_interleaved`): each GPU gets one batch of points, as an eager run gives it
+    all of them, with a share of the costly and the cheap ones. A task per worker *thread*
+    split a GPU's points into smaller rounds that waited on each other's kernels (4 H200s:
+    62 % parallel efficiency).
     """
     da = engine.dask_array()
     if chunks is None:
-        return _interleaved(plan, grid, settings, engine.thread_count())
+        return _interleaved(plan, grid, settings, engine.worker_count())
     sizes = dict(zip(plan.sweep_dims, grid))
     if not isinstance(chunks, dict):
         chunks = {d: engine.check_count("chunks", chunks) for d in plan.sweep_dims}
