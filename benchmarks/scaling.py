@@ -4,6 +4,7 @@
     python -m benchmarks.scaling --gpus 1 --work-gpus 4 --only ising --json one_ising.json  # one baseline
     python -m benchmarks.scaling --gpus 4 --sizes one_*.json --json four.json               # at its sizes
     python -m benchmarks.scaling --report one_*.json four.json                              # the table
+    python -m benchmarks.scaling --gpus 0 1 4 --only rates          # and the eager run on one GPU beside them
 
 Each case is one call a user makes with a client active, timed whole (the call and the
 compute of everything it returns, on the workers; only a sum comes back):
@@ -20,7 +21,9 @@ The sized cases are calibrated on one GPU (a probe run, then the size that takes
 ``--seconds`` times the largest GPU count there: ``--seconds`` of work per GPU at that
 count). Every worker compiles (or loads) the kernels before the clock starts. It prints the
 parallel efficiency T1 / (n Tn) and checks that the client process never held a CUDA context
-(nvidia-smi lists the processes that do).
+(nvidia-smi lists the processes that do). ``--gpus 0`` adds the same call run eagerly on one GPU
+without a client (after that check, in this process), and the table gives each cluster run's
+efficiency against it too.
 
 The one-GPU baselines take n times as long as the n-GPU runs. ``benchmarks/gpu_cluster.sh``
 can therefore run them side by side, one case per GPU (``CUDA_VISIBLE_DEVICES``), each
@@ -126,31 +129,46 @@ def main(argv=None):
         raise ValueError(f"--sizes gives no size for {missing}: name the JSON of their one-GPU runs")
     work_gpus = args.work_gpus or max(args.gpus)
     results = []
-    for gpus in sorted(args.gpus):
+    for gpus in sorted(g for g in args.gpus if g > 0):
         with ge.cluster(n_gpus=gpus, dashboard_address=None) as client:
             client.wait_for_workers(gpus)
             assert all(client.run(_compile_here).values())  # every worker compiles before the clock starts
-            for name in names:
-                print(f"{name} on {gpus} GPU(s): starting at {time.strftime('%H:%M:%S')}", flush=True)
-                make, probe = CASES[name]
-                if name not in sizes:
-                    size = probe
-                    if probe is not None:
-                        seconds, _ = _timed(make, probe)
-                        size = max(1, int(probe * args.seconds * work_gpus / seconds))
-                    sizes[name] = size
-                elif probe is not None:  # a size given: a short run first takes what a first run costs
-                    _timed(make, max(1, sizes[name] // 50))
-                seconds, total = _timed(make, sizes[name])
-                results.append(dict(case=name, size=sizes[name], gpus=gpus, seconds=seconds, total=total))
-                print(f"{name}: {gpus} GPU(s), size {sizes[name]}: {seconds:.1f} s (sum {total:.6g})", flush=True)
+            results += _run_cases(names, sizes, gpus, args.seconds * work_gpus)
     pids = subprocess.run(["nvidia-smi", "--query-compute-apps=pid", "--format=csv,noheader"], capture_output=True,
                           text=True).stdout.split()
     print(f"client process holds a CUDA context: {str(os.getpid()) in pids}")
+    if 0 in args.gpus:  # the eager reference, in this process (after the check: it takes a context)
+        _compile_here()
+        results += _run_cases(names, sizes, 0, args.seconds * work_gpus)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f)
     report(results)
+
+
+def _run_cases(names, sizes, gpus, seconds_in_all) -> list:
+    """Time each case on ``gpus`` GPUs (0: eagerly, no client); a case without a size gets the
+    one that takes ``seconds_in_all`` there, from a probe run."""
+    results = []
+    for name in names:
+        print(f"{name} on {_gpus_text(gpus)}: starting at {time.strftime('%H:%M:%S')}", flush=True)
+        make, probe = CASES[name]
+        if name not in sizes:
+            size = probe
+            if probe is not None:
+                seconds, _ = _timed(make, probe)
+                size = max(1, int(probe * seconds_in_all / seconds))
+            sizes[name] = size
+        elif probe is not None:  # a size given: a short run first takes what a first run costs
+            _timed(make, max(1, sizes[name] // 50))
+        seconds, total = _timed(make, sizes[name])
+        results.append(dict(case=name, size=sizes[name], gpus=gpus, seconds=seconds, total=total))
+        print(f"{name}: {_gpus_text(gpus)}, size {sizes[name]}: {seconds:.1f} s (sum {total:.6g})", flush=True)
+    return results
+
+
+def _gpus_text(gpus) -> str:
+    return f"{gpus} GPU(s)" if gpus else "one GPU eagerly"
 
 
 def _read(patterns) -> list:
@@ -162,18 +180,25 @@ def _read(patterns) -> list:
 
 
 def report(results):
-    """Print the table: each run against the one on the fewest GPUs of its case and size."""
-    print("| case | size | GPUs | seconds | speed-up | parallel efficiency | same numbers |")
-    print("|---|---|---|---|---|---|---|")
+    """Print the table: each cluster run against the cluster run on the fewest GPUs of its case and
+    size, and against the eager run on one GPU (``gpus`` 0) where there is one."""
+    print("| case | size | GPUs | seconds | speed-up | parallel efficiency | of the eager GPU | same numbers |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in results:
-        base = min((b for b in results if (b["case"], b["size"]) == (r["case"], r["size"])), key=lambda b: b["gpus"])
+        same = [b for b in results if (b["case"], b["size"]) == (r["case"], r["size"])]
+        eager = next((b for b in same if b["gpus"] == 0), None)
+        if r["gpus"] == 0:
+            print(f"| {r['case']} | {r['size']} | eager | {r['seconds']:.1f} | | | | |")
+            continue
+        of_eager = f"{eager['seconds'] / (r['gpus'] * r['seconds']):.1%}" if eager else "n/a"
+        base = min((b for b in same if b["gpus"] > 0), key=lambda b: b["gpus"])
         if base is not r and base["gpus"] == r["gpus"] or base is r and r["gpus"] > 1:
             print(f"| {r['case']} | {r['size']} | {r['gpus']} | {r['seconds']:.1f} | n/a | n/a (no run on fewer GPUs "
-                  "at this size) | n/a |")
+                  f"at this size) | {of_eager} | n/a |")
             continue
         speedup = base["seconds"] / r["seconds"]
         print(f"| {r['case']} | {r['size']} | {r['gpus']} | {r['seconds']:.1f} | {speedup:.2f} | "
-              f"{speedup * base['gpus'] / r['gpus']:.1%} | {r['total'] == base['total']} |")
+              f"{speedup * base['gpus'] / r['gpus']:.1%} | {of_eager} | {r['total'] == base['total']} |")
 
 
 if __name__ == "__main__":

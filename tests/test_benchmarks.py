@@ -173,13 +173,15 @@ def test_scaling_report_joins_baselines_and_refuses_what_it_cannot_compare(tmp_p
 
     one = [dict(case="ising", size=10, gpus=1, seconds=100.0, total=5.0)]
     four = [dict(case="ising", size=10, gpus=4, seconds=26.0, total=5.0),
-            dict(case="xorsat", size=7, gpus=4, seconds=9.0, total=1.0)]
+            dict(case="xorsat", size=7, gpus=4, seconds=9.0, total=1.0),
+            dict(case="xorsat", size=7, gpus=0, seconds=30.0, total=1.0)]  # the eager run on one GPU
     (tmp_path / "one_ising.json").write_text(json.dumps(one))
     (tmp_path / "four.json").write_text(json.dumps(four))
     scaling.main(["--report", str(tmp_path / "one_*.json"), str(tmp_path / "four.json")])
     rows = capsys.readouterr().out.splitlines()
-    assert "| ising | 10 | 4 | 26.0 | 3.85 | 96.2% | True |" in rows
-    assert any(row.startswith("| xorsat | 7 | 4 |") and "n/a" in row for row in rows)
+    assert "| ising | 10 | 4 | 26.0 | 3.85 | 96.2% | n/a | True |" in rows
+    assert "| xorsat | 7 | 4 | 9.0 | n/a | n/a (no run on fewer GPUs at this size) | 83.3% | n/a |" in rows
+    assert "| xorsat | 7 | eager | 30.0 | | | | |" in rows
     with pytest.raises(ValueError, match="no file matches"):
         scaling.main(["--report", str(tmp_path / "none_*.json")])
     with pytest.raises(ValueError, match="no size for"):
