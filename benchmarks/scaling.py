@@ -198,7 +198,14 @@ def report(results):
             continue
         speedup = base["seconds"] / r["seconds"]
         print(f"| {r['case']} | {r['size']} | {r['gpus']} | {r['seconds']:.1f} | {speedup:.2f} | "
-              f"{speedup * base['gpus'] / r['gpus']:.1%} | {of_eager} | {r['total'] == base['total']} |")
+              f"{speedup * base['gpus'] / r['gpus']:.1%} | {of_eager} | {_same(r['total'], base['total'])} |")
+
+
+def _same(total, base) -> str:
+    """``True`` for equal sums, else their relative difference (a sum over other chunks rounds otherwise)."""
+    if total == base:
+        return "True"
+    return f"{abs(total - base) / max(abs(base), 1e-300):.1e} relative"
 
 
 if __name__ == "__main__":

@@ -144,13 +144,13 @@ def run_items(block: Callable, n_items: int, width: int, *, chunks=None, pieces:
 STORE_CHUNKS = 16
 
 
-def _chunk_size(chunks, n, client, store=None):
+def _chunk_size(chunks, n, client, store=None, per_worker=4):
     """``chunks`` as given; with a store, `STORE_CHUNKS` restart points (for any worker count);
-    with an active ``distributed.Client``, four tasks per worker; else None (eager, unsplit)."""
+    with an active ``distributed.Client``, ``per_worker`` tasks per worker; else None (eager, unsplit)."""
     if chunks is None and store is not None:
         chunks = -(-n // STORE_CHUNKS)
     if chunks is None and client is not None:
-        chunks = -(-n // (4 * worker_count(client)))
+        chunks = -(-n // (per_worker * worker_count(client)))
     return chunks
 
 
@@ -187,7 +187,7 @@ class Output:
 
 def run_realizations(block: Callable, realizations: int, outputs: dict, *, chunks=None, pieces: int = 1,
                      progress="auto", unit: str | Units = "realizations", what: str | None = None,
-                     store=None) -> dict:
+                     store=None, per_worker: int = 4) -> dict:
     """Run ``block(start, stop) -> {name: array}`` over realizations ``[0, realizations)``.
 
     Returns ``{name: array}`` shaped as ``outputs[name]`` (:class:`Output`). Eager (numpy,
@@ -198,13 +198,14 @@ def run_realizations(block: Callable, realizations: int, outputs: dict, *, chunk
     when eager, a chunk's when lazy; ``what`` names what sets their size in the
     message), else ValueError before anything runs. ``unit`` says what the bar counts.
     With ``store`` (an open :class:`gpuensembles.core.store.ChunkStore`), each chunk is read
-    from it when a verified copy is there, else computed and written to it.
+    from it when a verified copy is there, else computed and written to it. Without
+    ``chunks`` or a store, an active client gets ``per_worker`` tasks per worker.
     """
     units = unit if isinstance(unit, Units) else Units(unit)
     show = shown(progress)
     client = _active_client()
     lazy = chunks is not None or client is not None
-    chunks = _chunk_size(chunks, realizations, client, store)
+    chunks = _chunk_size(chunks, realizations, client, store, per_worker)
     what = what or f"{realizations} {units.name}"
     size = None if chunks is None else min(check_count("chunks", chunks), realizations)
     if lazy:

@@ -52,8 +52,11 @@ def test_switching_from_rates_on_a_cluster_is_the_eager_run(eager, client):
 
 def test_points_are_dealt_out_to_one_task_per_worker(eager, client):
     lazy = ge.escape_rates(gamma=GAMMA, **RATES)
-    tasks = [key for key in dict(lazy.rate.data.__dask_graph__()) if str(key[0]).startswith("_block")]
+    graph = lazy.rate.data.__dask_graph__()
+    tasks = [key for key in dict(graph) if str(key[0]).startswith("_dealt_block")]
     assert len(tasks) == len(client.nthreads()) == 2  # two workers (of two threads each): a task per GPU
+    depends = graph.get_all_dependencies()
+    assert all(not depends[key] for key in tasks)  # nothing made elsewhere draws them to one worker
 
 
 def test_dealt_points_come_back_in_order(monkeypatch):

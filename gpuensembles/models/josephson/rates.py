@@ -459,9 +459,15 @@ def _interleaved(plan, grid, settings, tasks: int):
     dealt = np.concatenate([np.arange(t, n, tasks) for t in range(tasks)])
     sizes = tuple(len(range(t, n, tasks)) for t in range(tasks))
     starting()
-    rows = da.map_blocks(_block, da.from_array(dealt, chunks=(sizes,)), plan, settings, new_axis=1,
-                         dtype=np.float64, chunks=(sizes, (len(_VARIABLES),)), meta=np.empty((0, 0)))
+    # tasks without inputs: an input array's pieces, made on one worker, would draw the tasks there
+    rows = da.map_blocks(_dealt_block, plan, settings, n, tasks, dtype=np.float64,
+                         chunks=(sizes, (len(_VARIABLES),)), meta=np.empty((0, 0)))
     return rows[np.argsort(dealt)].reshape(grid + (len(_VARIABLES),))
+
+
+def _dealt_block(plan, settings, n, tasks, block_id=None):
+    """Task ``t = block_id[0]`` of :func:`_interleaved`: points ``t, t + tasks, ... < n``."""
+    return _block(np.arange(block_id[0], n, tasks), plan, settings)
 
 
 def _points(plan, settings, start, stop):
