@@ -68,12 +68,15 @@ def ramp(function, case):
 
 
 def mcls(method, estimator):
-    # 16 bins fit in shared memory; with the limit lowered they take the global-memory tally path.
+    # 16 bins fit in shared memory; with the limit lowered they take the global-memory tally path
+    # (remembering a walk's last states in the default kernel, adding every visit in "plain").
     # The eager GPU path reduces over the batches on the device; keep_batches takes the host path.
     out = {}
     shared = walks._WALK_SHARED_BYTES
-    for path, limit in (("shared", shared), ("global", 64)):
+    for path, limit, variant in (("shared", shared, "default"), ("global", 64, "default"),
+                                 ("global-plain", 64, "plain")):
         walks._WALK_SHARED_BYTES = limit
+        os.environ[walks.WALK_VARIANT_VARIABLE] = variant
         A = ge.mcls.problems.shifted_laplacian_1d(16, shift=0.3)
         b = np.cos(np.arange(16))
         kw = dict(method=method, histories=24, batches=3, seed=5, weight_cutoff=1e-4, progress=False,
@@ -83,6 +86,7 @@ def mcls(method, estimator):
             out[f"{path}-{reduction}"] = {"x": ds.x.values.tolist(), "x_stderr": ds.x_stderr.values.tolist(),
                                           "transitions": int(ds.transitions), "device": ds.attrs["device"]}
     walks._WALK_SHARED_BYTES = shared
+    os.environ.pop(walks.WALK_VARIANT_VARIABLE)
     return out
 
 

@@ -33,7 +33,7 @@ def test_simulator_escape_steps_equal_cpu(simulated, model, dtype):
 
 @pytest.mark.parametrize("method", ["adjoint", "forward"])
 @pytest.mark.parametrize("estimator", ["collision", "expected"])
-@pytest.mark.parametrize("path", ["shared", "global"])
+@pytest.mark.parametrize("path", ["shared", "global", "global-plain"])
 @pytest.mark.parametrize("reduction", ["device", "host"])
 def test_simulator_walks_equal_cpu_walks(simulated, method, estimator, path, reduction):
     A = ge.mcls.problems.shifted_laplacian_1d(16, shift=0.3)

@@ -307,3 +307,13 @@ def test_same_numbers_on_two_worker_processes():
             lazy = lazy.compute()
     for name in ("x", "x_stderr", "transitions"):
         np.testing.assert_array_equal(lazy[name].values, eager[name].values)
+
+
+def test_an_unknown_walk_kernel_variant_is_refused(monkeypatch):
+    from gpuensembles.core.templates import walks
+
+    monkeypatch.setenv(walks.WALK_VARIANT_VARIABLE, "fastest")
+    with pytest.raises(ValueError, match="GPUENSEMBLES_WALK_KERNEL must be one of"):
+        walks.walk_variant()
+    monkeypatch.setenv(walks.WALK_VARIANT_VARIABLE, "plain")
+    assert walks.walk_variant() == "plain"

@@ -117,12 +117,13 @@ def _walk_pieces(kernel):
 #:   from the batch's counter with one atomic (its leader's), not one each.
 #:
 #: Every variant runs the same walks; only the order in which their weights are added changes.
+#: One H100, the 1D shifted Laplacian of n = 1e6, 1e7 histories (64 batches of global bins),
+#: kernels, median of 7 calls: ``plain`` (the former kernel) 0.130 s, the warp counter alone
+#: 0.084 s, 2 slots 0.050 s, 4 slots with a counter per lane 0.054 s, ``default`` (4 slots,
+#: the warp counter) 0.033 s; the naive kernel of the Hamilton & Lupo Pasini report 0.120 s.
 WALK_VARIANTS = {
     "default": (4, True),
     "plain": (0, False),
-    "counter": (0, True),
-    "lru2": (2, True),
-    "lru4-lane-counter": (4, False),
 }
 WALK_VARIANT_VARIABLE = "GPUENSEMBLES_WALK_KERNEL"
 
