@@ -50,6 +50,20 @@ def test_switching_from_rates_on_a_cluster_is_the_eager_run(eager, client):
         np.testing.assert_array_equal(remote[name].values, eager[1][name].values, err_msg=name)
 
 
+def test_a_pass_on_a_cluster_simulates_each_point_once(eager, client, monkeypatch):
+    # each pass's rates were computed once for every variable read from the lazy result
+    points = []
+    run_points = rates._run_points
+
+    def counted(plan, chosen, settings, show=False):
+        points.extend(np.asarray(chosen).tolist())
+        return run_points(plan, chosen, settings, show)
+
+    monkeypatch.setattr(rates, "_run_points", counted)
+    remote = ge.switching_currents(**SWITCHING).compute()
+    assert len(points) == remote.sizes["rate_gamma"] > 0
+
+
 def test_points_are_dealt_out_to_one_task_per_worker(eager, client):
     lazy = ge.escape_rates(gamma=GAMMA, **RATES)
     graph = lazy.rate.data.__dask_graph__()

@@ -120,7 +120,7 @@ def simulated(start, data: likelihood.Histogram, damping, *, criterion, rel_erro
     step = STEP / math.sqrt(V0) if h is None else h
     ds = escape_rates(gamma=gamma, V0=V0, damping=damping, D=damping * thetas, h=step,
                       integrator="baoab", criterion=criterion, rel_error=rel_error, seed=seed, backend=backend,
-                      dtype="float64", progress=False)
+                      dtype="float64", progress=False).compute()  # a cluster's rates: computed once, not per variable
     rate = ds[name].transpose("D", "gamma").values.astype(float)
     error = ds[f"{name}_stderr"].transpose("D", "gamma").values.astype(float)
     if not np.all(np.isfinite(rate) & (rate >= 0)) or not np.any(rate > 0):

@@ -43,6 +43,7 @@ def _measured_rates(*, V0, damping, D, h, model, integrator, rel_error, criterio
                           integrator=integrator, rel_error=rel_error, criterion=criterion, running_wells=running_wells,
                           seed=batch_seed, dtype=dtype, backend=backend, progress=progress,
                           store=None if store is None else Path(store) / f"pass-{info['calls']}")
+        ds = ds.compute()  # on a cluster: once, not once for each variable read below (and again at the end)
         info["calls"] += 1
         info["measured"].append(ds)
         info.update(backend=ds.attrs.get("backend", backend), device=ds.attrs.get("device", "unknown"))
