@@ -337,6 +337,32 @@ def kernel_options(name: str) -> dict:
     return {"max_registers": int(limit)}
 
 
+def kernel_variant(variable: str, variants) -> str:
+    """The kernel variant that the environment variable ``variable`` names.
+
+    Parameters
+    ----------
+    variable : str
+        Its name (``GPUENSEMBLES_..._KERNEL``).
+    variants : collection of str
+        The variants there are, ``"default"`` among them.
+
+    Returns
+    -------
+    str
+        ``"default"`` when the variable is unset or empty.
+
+    Raises
+    ------
+    ValueError
+        Naming the variable and the variants, for any other name.
+    """
+    name = os.environ.get(variable, "") or "default"
+    if name not in variants:
+        raise ValueError(f"{variable} must be one of {list(variants)}, got {name!r}")
+    return name
+
+
 def build_for(backend, kernel, cpu_template, cuda_template):
     """Apply the template of a resolved backend to ``kernel``."""
     if backend == "cpu":

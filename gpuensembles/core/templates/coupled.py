@@ -17,7 +17,6 @@ are recorded. Oscillator ``i`` at step ``k`` takes normal ``i % 4`` of Philox bl
 
 import functools
 import math
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -30,6 +29,7 @@ from ..backend import (
     cached,
     compiled,
     kernel_options,
+    kernel_variant,
     launching,
     out_of_memory_as_memory_error,
     simulating_cuda,
@@ -95,10 +95,7 @@ VARIANT_VARIABLE = "GPUENSEMBLES_KURAMOTO_KERNEL"
 
 def mean_field_variant() -> str:
     """The mean-field kernel variant named by ``GPUENSEMBLES_KURAMOTO_KERNEL`` (``default`` when unset)."""
-    name = os.environ.get(VARIANT_VARIABLE, "") or "default"
-    if name not in MEAN_FIELD_VARIANTS:
-        raise ValueError(f"{VARIANT_VARIABLE} must be one of {list(MEAN_FIELD_VARIANTS)}, got {name!r}")
-    return name
+    return kernel_variant(VARIANT_VARIABLE, MEAN_FIELD_VARIANTS)
 
 
 def mean_field_runner(kernel: OscillatorKernel, backend: str, variant: str | None = None):

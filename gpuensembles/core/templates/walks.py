@@ -1,7 +1,6 @@
 """Weighted random walks on a sparse Markov chain (Monte Carlo linear solvers)."""
 
 import functools
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -14,6 +13,7 @@ from ..backend import (
     cached,
     device_zeros,
     identity,
+    kernel_variant,
     launching,
     out_of_memory_as_memory_error,
     resident_on_device,
@@ -130,10 +130,7 @@ WALK_VARIANT_VARIABLE = "GPUENSEMBLES_WALK_KERNEL"
 
 def walk_variant() -> str:
     """The CUDA walk variant named by ``GPUENSEMBLES_WALK_KERNEL`` (``default`` when unset)."""
-    name = os.environ.get(WALK_VARIANT_VARIABLE, "") or "default"
-    if name not in WALK_VARIANTS:
-        raise ValueError(f"{WALK_VARIANT_VARIABLE} must be one of {list(WALK_VARIANTS)}, got {name!r}")
-    return name
+    return kernel_variant(WALK_VARIANT_VARIABLE, WALK_VARIANTS)
 
 
 def walk_runner(kernel: WalkKernel, backend: str):
