@@ -186,3 +186,13 @@ def test_scaling_report_joins_baselines_and_refuses_what_it_cannot_compare(tmp_p
         scaling.main(["--report", str(tmp_path / "none_*.json")])
     with pytest.raises(ValueError, match="no size for"):
         scaling.main(["--gpus", "4", "--only", "escape_times", "--sizes", str(tmp_path / "one_*.json")])
+
+
+def test_rate_error_calibration_prints_one_row_per_bias(capsys):
+    from benchmarks import rate_errors
+
+    rate_errors.main(["--case", "overdamped", "--seeds", "3", "--rel-error", "0.3", "--backend", "cpu"])
+    rows = [r for r in capsys.readouterr().out.splitlines() if r.startswith("| rate |")]
+    assert len(rows) == 3
+    ratios = [float(r.split("|")[4]) for r in rows]
+    assert all(math.isfinite(x) and x > 0 for x in ratios)
