@@ -224,15 +224,17 @@ def _cuda_walks(kernel, slots, warp_counter):
 
     @cuda.jit(device=True)
     def next_walk(counters, b):
-        """The next walk of batch ``b`` for this lane (one atomic per warp with ``warp_counter``)."""
+        """The next walk of batch ``b`` for this lane: with ``warp_counter``, one atomic for the
+        lanes here that are in the same batch (lanes of one warp may be in different batches)."""
         if not warp_counter:
             return cuda.atomic.add(counters, b, 1)
         mask = cuda.activemask()
-        leader = cuda.ffs(mask) - 1
+        peers = cuda.match_any_sync(mask, b)
+        leader = cuda.ffs(peers) - 1
         base = np.int64(0)
         if cuda.laneid == leader:
-            base = cuda.atomic.add(counters, b, np.int64(cuda.popc(mask)))
-        return cuda.shfl_sync(mask, base, leader) + cuda.popc(mask & cuda.lanemask_lt())
+            base = cuda.atomic.add(counters, b, np.int64(cuda.popc(peers)))
+        return cuda.shfl_sync(mask, base, leader) + cuda.popc(peers & cuda.lanemask_lt())
 
     @cuda.jit(device=True)
     def visit(local, out, b, shared, i, w, s0, a0, s1, a1, s2, a2, s3, a3):
