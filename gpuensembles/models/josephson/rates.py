@@ -426,9 +426,8 @@ def _lazy(plan, grid, chunks, settings):
 
     Without ``chunks`` (an active client), the points are dealt out in turn to one task per
     worker (:func:`_interleaved`): each GPU gets one batch of points, as an eager run gives it
-    all of them, with a share of the costly and the cheap ones. A task per worker *thread*
-    split a GPU's points into smaller rounds that waited on each other's kernels (4 H200s:
-    62 % parallel efficiency).
+    all of them, with a share of the costly and the cheap ones (a task per worker thread would
+    split a GPU's points into two sets of smaller rounds sharing it).
     """
     da = engine.dask_array()
     if chunks is None:

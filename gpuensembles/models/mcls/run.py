@@ -232,7 +232,7 @@ class _Problem:
 
     def with_rhs(self, f: np.ndarray, stream: int) -> _Problem:
         """The same walks for the right-hand side ``D f`` (adjoint), on RNG ``stream``."""
-        return replace(self, f=f, sources=tuple(freeze(a) for a in adjoint_sources(f)), stream=stream)
+        return replace(self, f=f, sources=adjoint_sources(f), stream=stream)
 
     @property
     def n(self) -> int:
@@ -261,7 +261,6 @@ class _Problem:
             else:
                 out[:, :-1] += counts * self.f[self.rows]
         return out
-
 
     def transitions(self) -> np.ndarray:
         """The transitions of each batch's walks (the tallies are not brought back)."""
@@ -326,10 +325,8 @@ def _make_problem(A, b, method, histories, weight_cutoff, max_steps, estimator, 
     if method != "forward":
         sources, score, size = adjoint_sources(f), np.zeros(1), per_batch
     else:
-        sources = (np.ones(1), rows.astype(np.int32), np.ones(rows.size))
+        sources = tuple(freeze(a) for a in (np.ones(1), rows.astype(np.int32), np.ones(rows.size)))
         score, size = (f if estimator == "collision" else H @ f), per_batch * rows.size
-    for array in sources:  # frozen as the walk tables are: the CPU walks' callees compile once, and the
-        freeze(array)  # pilot's device copies serve the run's
     first = np.concatenate(([0], np.cumsum(size)[:-1])).astype(np.int64)
     return _Problem(method, estimator, A, b, H, f, split.table, sources, score, rows, per_batch,
                     first, size.astype(np.int64), cutoff, steps, seed, _STREAM[method], backend, rho_H, rho_H_hat)
@@ -338,10 +335,12 @@ def _make_problem(A, b, method, histories, weight_cutoff, max_steps, estimator, 
 def adjoint_sources(f: np.ndarray) -> tuple:
     """Source table of adjoint walks: start at ``i`` with probability ``|f_i| / ||f||_1``.
 
-    The start weight is ``sign(f_i) ||f||_1``. Rows with ``f_i = 0`` are left out.
+    The start weight is ``sign(f_i) ||f||_1``. Rows with ``f_i = 0`` are left out. The arrays
+    are frozen, as the walk tables are: the CPU walks' callees compile once, and the device
+    copies the estimate's pilot makes serve the run.
     """
     f = np.ascontiguousarray(f, dtype=np.float64)
-    return _sources(f, np.abs(f).sum())
+    return tuple(freeze(a) for a in _sources(f, np.abs(f).sum()))
 
 
 @cached
