@@ -113,15 +113,17 @@ def _walk_pieces(kernel):
 #:   walk on a sparse matrix comes back often (a 1D walk to one of its last 4 states 72 % of
 #:   the time, a 2D one 34 %), so fewer atomics reach the bins. ``0``: every visit is one
 #:   atomic add, as it is for bins in shared memory.
-#: * ``warp_counter``: the lanes of a warp in one batch whose walks end together take their
-#:   next walks from the batch's counter with one atomic (their leader's), not one each.
+#: * ``warp_counter``: with bins in global memory, the lanes of a warp in one batch whose walks
+#:   end together take their next walks from the batch's counter with one atomic (their
+#:   leader's), not one each.
 #:
 #: Every variant runs the same walks; only the order in which their weights are added changes.
 #: One H100, the 1D shifted Laplacian of n = 1e6, 1e7 histories (64 batches of global bins),
 #: kernels, median of 7 calls: ``plain`` (the former kernel) 0.130 s, the warp counter alone
 #: 0.084 s, 2 slots 0.050 s, 4 slots with a counter per lane 0.054 s, ``default`` (4 slots,
-#: the warp counter) 0.033 s; the naive kernel of the Hamilton & Lupo Pasini report 0.120 s
-#: (measured before the warp counter grouped its lanes by batch).
+#: the warp counter) 0.033 s, also with the warp counter grouping its lanes by batch; the naive
+#: kernel of the Hamilton & Lupo Pasini report 0.120 s. Bins in shared memory (the report's 2D
+#: Laplacian, n = 900) are faster with neither: walks 0.123 s, against 0.162 s with the counter.
 WALK_VARIANTS = {
     "default": (4, True),
     "plain": (0, False),
@@ -224,10 +226,12 @@ def _cuda_walks(kernel, slots, warp_counter):
             cuda.atomic.add(out, (b, bin_), value)
 
     @cuda.jit(device=True)
-    def next_walk(counters, b):
-        """The next walk of batch ``b`` for this lane: with ``warp_counter``, one atomic for the
-        lanes here that are in the same batch (lanes of one warp may be in different batches)."""
-        if not warp_counter:
+    def next_walk(counters, b, shared):
+        """The next walk of batch ``b`` for this lane: with ``warp_counter`` and bins in global
+        memory, one atomic for the lanes here that are in the same batch (lanes of one warp may be
+        in different batches). With bins in shared memory the lanes' own atomics cost less (the
+        2D Laplacian of n = 900 on an H100: walks 0.162 s with the warp counter, 0.123 s without)."""
+        if shared or not warp_counter:
             return cuda.atomic.add(counters, b, 1)
         mask = cuda.activemask()
         peers = cuda.match_any_sync(mask, b)
@@ -281,7 +285,7 @@ def _cuda_walks(kernel, slots, warp_counter):
                    seed, stream, cutoff, max_steps, shared, out, counters, local, b, nbins):
         """This thread's share of the walks of batch ``b``."""
         n_walks = size[b]
-        k = next_walk(counters, b)
+        k = next_walk(counters, b, shared)
         words = (np.uint32(0), np.uint32(0), np.uint32(0), np.uint32(0))
         i, w, wcut, bin_ = begin(src_cdf, src_state, src_weight, per_source[b], min(k, n_walks - 1), seed, stream,
                                  first[b] + k, cutoff)
@@ -302,7 +306,7 @@ def _cuda_walks(kernel, slots, warp_counter):
                 else:
                     tally(local, out, b, bin_, acc, shared)
                 transitions += step
-                k = next_walk(counters, b)
+                k = next_walk(counters, b, shared)
                 if k < n_walks:
                     i, w, wcut, bin_ = begin(src_cdf, src_state, src_weight, per_source[b], k, seed, stream,
                                              first[b] + k, cutoff)
