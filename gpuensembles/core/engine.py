@@ -32,6 +32,7 @@ from .progress import bar as _progress_bar
 from .progress import shown, starting
 from .runs import (  # noqa: F401
     STORE_CHUNKS,
+    Chains,
     Output,
     Units,
     _active_client,

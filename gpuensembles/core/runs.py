@@ -159,11 +159,37 @@ def _items_block(block, store=None, block_info=None):
     return _stored(block, store, start, stop)
 
 
-def _stored(block, store, start, stop):
-    """``block(start, stop)``, or its verified copy in ``store`` (a chunk keyed by its bounds)."""
+def _stored(block, store, start, stop, after=None):
+    """``block(start, stop)``, or its verified copy in ``store`` (a chunk keyed by its bounds).
+
+    ``after``: the result of the task before this one in its :class:`Chains` (unused: a
+    dependency only orders the tasks and keeps a chain on one worker)."""
     if store is None:
         return block(start, stop)
     return store.get_or_run((start, stop), lambda: block(start, stop))
+
+
+class Chains:
+    """Successive runs whose tasks form chains, as many as the most tasks of any run.
+
+    On a cluster, task ``i`` of a run starts after the last task of chain ``i``, on the worker
+    that ran it (its result is there), and becomes the chain's last. Runs whose tasks cost
+    unlike (Ising lattices of several sizes, one task per worker each) then go out as chains
+    of equal cost, one per worker; as independent tasks, the scheduler's order could give one
+    GPU two of the costliest while another idles. A run of more tasks than chains starts new
+    ones. Pass one instance as ``chains=`` to each :func:`run_realizations` call, in order.
+    """
+
+    def __init__(self):
+        self.ends = []
+
+    def after(self, i: int):
+        """The task that task ``i`` of the next run follows (None: it starts a chain)."""
+        return self.ends[i] if i < len(self.ends) else None
+
+    def extend(self, tasks: list):
+        """The next run's tasks become the ends of the first ``len(tasks)`` chains."""
+        self.ends[:len(tasks)] = tasks
 
 
 @dataclass(frozen=True)
@@ -187,7 +213,7 @@ class Output:
 
 def run_realizations(block: Callable, realizations: int, outputs: dict, *, chunks=None, pieces: int = 1,
                      progress="auto", unit: str | Units = "realizations", what: str | None = None,
-                     store=None, per_worker: int = 4) -> dict:
+                     store=None, per_worker: int = 4, chains: Chains | None = None) -> dict:
     """Run ``block(start, stop) -> {name: array}`` over realizations ``[0, realizations)``.
 
     Returns ``{name: array}`` shaped as ``outputs[name]`` (:class:`Output`). Eager (numpy,
@@ -199,7 +225,8 @@ def run_realizations(block: Callable, realizations: int, outputs: dict, *, chunk
     message), else ValueError before anything runs. ``unit`` says what the bar counts.
     With ``store`` (an open :class:`gpuensembles.core.store.ChunkStore`), each chunk is read
     from it when a verified copy is there, else computed and written to it. Without
-    ``chunks`` or a store, an active client gets ``per_worker`` tasks per worker.
+    ``chunks`` or a store, an active client gets ``per_worker`` tasks per worker. With
+    ``chains`` (lazy runs only), each task follows one of the previous run's (:class:`Chains`).
     """
     units = unit if isinstance(unit, Units) else Units(unit)
     show = shown(progress)
@@ -220,8 +247,10 @@ def run_realizations(block: Callable, realizations: int, outputs: dict, *, chunk
         if store is not None:
             store.keep_lock()
         bounds = np.cumsum((0,) + _split(realizations, size)).tolist()
-        parts = [(lo, hi, dask.delayed(_stored, pure=True)(block, store, lo, hi))
-                 for lo, hi in zip(bounds[:-1], bounds[1:])]
+        parts = [(lo, hi, dask.delayed(_stored, pure=True)(block, store, lo, hi, chains and chains.after(i)))
+                 for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
+        if chains is not None:
+            chains.extend([part for _, _, part in parts])
         return {name: _join([da.from_delayed(part[name], _block_shape(o, hi - lo), o.dtype) for lo, hi, part in parts],
                             o.axis, da) for name, o in outputs.items()}
     check_memory(sum(o.nbytes() for o in outputs.values()), f"the result of {what}")

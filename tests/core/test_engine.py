@@ -74,6 +74,27 @@ def test_worker_count_does_not_matter(reference):
             np.testing.assert_array_equal(ds.steps.values, reference.steps.values)
 
 
+def _counting_block(start, stop):
+    return {"x": np.arange(start, stop)}
+
+
+def test_chained_runs_follow_the_last_task_of_each_chain():
+    chains, outputs = engine.Chains(), {"x": engine.Output((4,), np.int64, 0)}
+    engine.run_realizations(_counting_block, 4, outputs, chunks=2, chains=chains, progress=False)
+    first = list(chains.ends)
+    wider = {"x": engine.Output((6,), np.int64, 0)}
+    second = engine.run_realizations(_counting_block, 6, wider, chunks=2, chains=chains, progress=False)
+    ends = list(chains.ends)
+    assert len(first) == 2 and len(ends) == 3
+    followed = [set(dict(task.dask)[task.key].dependencies) for task in ends]
+    assert followed == [{first[0].key}, {first[1].key}, set()]  # a third task starts a chain of its own
+    np.testing.assert_array_equal(second["x"].compute(), np.arange(6))
+    engine.run_realizations(_counting_block, 2, outputs | {"x": engine.Output((2,), np.int64, 0)}, chunks=2,
+                            chains=chains, progress=False)
+    keys = [task.key for task in chains.ends]  # a run of fewer tasks extends the first chains only
+    assert keys[0] != ends[0].key and keys[1:] == [task.key for task in ends[1:]]
+
+
 def test_array_parameters_become_dimensions_scalars_attrs(reference):
     assert list(reference.D.values) == [0.3, 0.5]
     assert reference.D.attrs["long_name"].startswith("noise intensity")

@@ -27,7 +27,7 @@ CALLS = {
     "escape_rates": lambda: ge.escape_rates(model="overdamped", damping=1.0, D=0.05, h=0.01,
                                             gamma=np.linspace(0.2, 0.6, 12), rel_error=0.1, seed=3, backend="cpu",
                                             progress=False).rate,
-    "ising": lambda: ge.ising(L=32, beta=[0.4, 0.44], sweeps=3000, thermalization=1000, realizations=128, seed=5,
+    "ising": lambda: ge.ising(L=[16, 32], beta=[0.4, 0.44], sweeps=3000, thermalization=1000, realizations=128, seed=5,
                               backend="cpu", progress=False).bin_e,
 }
 

@@ -162,6 +162,7 @@ def ising(
     schedule = (thermalization, sweeps, every)
     per_L = []
     work = _work(sizes, betas.size * realizations, schedule, kernel)
+    chains = engine.Chains()  # on a cluster, each worker's tasks of every L in turn (CLUSTER_TASKS)
     with engine.stored_run(store, "ising", call, seed) as stored, estimate.timed(work, backend, progress) as clock:
         for size in sizes:
             setup = _Setup.make(kernel, size, betas, realizations, start == "hot", seed, n_bins,
@@ -172,7 +173,8 @@ def ising(
             raw = engine.run_realizations(block, setup.n_groups,
                                           setup.outputs(), chunks=chunks, pieces=20, progress=progress, unit=units,
                                           what=f"L={size}, {betas.size} values of beta, realizations={realizations}",
-                                          store=stored and stored.part(f"L{size}"), per_worker=CLUSTER_TASKS)
+                                          store=stored and stored.part(f"L{size}"), per_worker=CLUSTER_TASKS,
+                                          chains=chains)
             per_L.append((setup, raw))
         clock.ran({size: raw for size, (_, raw) in zip(sizes, per_L)})
     return _dataset(per_L, sizes, L, beta_da, realizations, schedule, n_bins, call, seed, kernel, start, backend)
@@ -181,8 +183,11 @@ def ising(
 #: Tasks per worker and lattice size on a cluster (without ``chunks``). The lattices of one size
 #: cost alike, so one task per worker balances; a task of fewer lattices than fill the GPU
 #: takes as long as a larger one (each sweep waits on the last), so more tasks only queue up.
-#: L = 256, 512, 1024 x 8 betas x 32 realizations, 366 000 sweeps, on H100s: 4 tasks per worker
-#: took 136.1 s on one GPU and 62.0 s on four, 1 task 78.6 s and 38.9 s.
+#: The tasks of successive sizes form chains (:class:`~gpuensembles.core.runs.Chains`): each
+#: worker runs its share of every size in turn. L = 256, 512, 1024 x 8 betas x 32 realizations,
+#: 366 000 sweeps, on H100s: 4 tasks per worker took 136.1 s on one GPU and 62.0 s on four, 1 task
+#: 78.6 s and 38.9 s (before the chains: the scheduler could start two tasks of L = 1024 on one
+#: worker, whose two threads then share its GPU).
 CLUSTER_TASKS = 1
 #: Default throughputs [spin updates/s] of the multi-spin kernel per CPU thread and per GPU,
 #: and of the one-byte-per-spin kernel.
