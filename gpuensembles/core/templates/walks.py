@@ -123,7 +123,8 @@ def _walk_pieces(kernel):
 #: 0.084 s, 2 slots 0.050 s, 4 slots with a counter per lane 0.054 s, ``default`` (4 slots,
 #: the warp counter) 0.033 s, also with the warp counter grouping its lanes by batch; the naive
 #: kernel of the Hamilton & Lupo Pasini report 0.120 s. Bins in shared memory (the report's 2D
-#: Laplacian, n = 900) are faster with neither: walks 0.123 s, against 0.162 s with the counter.
+#: Laplacian, n = 900) are faster with neither, compiled apart: walks 0.123 s, against 0.162 s
+#: with the counter or with the states' registers in the kernel (bypassed at run time).
 WALK_VARIANTS = {
     "default": (4, True),
     "plain": (0, False),
@@ -211,7 +212,9 @@ _WALK_THREADS = 256
 _WALK_SHARED_BYTES = 40 * 1024  # per block; bins beyond that are added in global memory
 
 
-def _cuda_walks(kernel, slots, warp_counter):
+@functools.cache
+def _walk_kernel(kernel, slots, warp_counter):
+    """The CUDA walk kernel of ``kernel`` keeping ``slots`` recent states, with or without the warp counter."""
     bind_cuda(globals())
     begin, advance, per_visit = _walk_pieces(kernel)
     readable = simulator_copy if simulating_cuda() else identity
@@ -226,12 +229,10 @@ def _cuda_walks(kernel, slots, warp_counter):
             cuda.atomic.add(out, (b, bin_), value)
 
     @cuda.jit(device=True)
-    def next_walk(counters, b, shared):
-        """The next walk of batch ``b`` for this lane: with ``warp_counter`` and bins in global
-        memory, one atomic for the lanes here that are in the same batch (lanes of one warp may be
-        in different batches). With bins in shared memory the lanes' own atomics cost less (the
-        2D Laplacian of n = 900 on an H100: walks 0.162 s with the warp counter, 0.123 s without)."""
-        if shared or not warp_counter:
+    def next_walk(counters, b):
+        """The next walk of batch ``b`` for this lane: with ``warp_counter``, one atomic for the
+        lanes here that are in the same batch (lanes of one warp may be in different batches)."""
+        if not warp_counter:
             return cuda.atomic.add(counters, b, 1)
         mask = cuda.activemask()
         peers = cuda.match_any_sync(mask, b)
@@ -245,7 +246,7 @@ def _cuda_walks(kernel, slots, warp_counter):
     def visit(local, out, b, shared, i, w, s0, a0, s1, a1, s2, a2, s3, a3):
         """Add ``w`` to state ``i`` among the walk's ``slots`` most recent states ``s`` (sums ``a``),
         most recent first; the least recent goes to the bins when ``i`` is not among them."""
-        if slots == 0 or shared:  # a shared-memory atomic costs less than keeping the states
+        if slots == 0:
             tally(local, out, b, i, w, shared)
             return s0, a0, s1, a1, s2, a2, s3, a3
         if i == s0:
@@ -285,7 +286,7 @@ def _cuda_walks(kernel, slots, warp_counter):
                    seed, stream, cutoff, max_steps, shared, out, counters, local, b, nbins):
         """This thread's share of the walks of batch ``b``."""
         n_walks = size[b]
-        k = next_walk(counters, b, shared)
+        k = next_walk(counters, b)
         words = (np.uint32(0), np.uint32(0), np.uint32(0), np.uint32(0))
         i, w, wcut, bin_ = begin(src_cdf, src_state, src_weight, per_source[b], min(k, n_walks - 1), seed, stream,
                                  first[b] + k, cutoff)
@@ -306,7 +307,7 @@ def _cuda_walks(kernel, slots, warp_counter):
                 else:
                     tally(local, out, b, bin_, acc, shared)
                 transitions += step
-                k = next_walk(counters, b, shared)
+                k = next_walk(counters, b)
                 if k < n_walks:
                     i, w, wcut, bin_ = begin(src_cdf, src_state, src_weight, per_source[b], k, seed, stream,
                                              first[b] + k, cutoff)
@@ -343,6 +344,15 @@ def _cuda_walks(kernel, slots, warp_counter):
             for t in range(cuda.threadIdx.x, nbins, cuda.blockDim.x):
                 if local[t] != 0.0:
                     cuda.atomic.add(out, (b_first, t), local[t])
+
+    return walk_kernel
+
+
+def _cuda_walks(kernel, slots, warp_counter):
+    bind_cuda(globals())
+    # bins in shared memory: each visit's atomic costs less than keeping states and the counter's
+    # intrinsics, whose registers alone slowed the 2D Laplacian's walks (see WALK_VARIANTS)
+    global_kernel, shared_kernel = _walk_kernel(kernel, slots, warp_counter), _walk_kernel(kernel, 0, False)
 
     @cuda.jit(device=True)
     def batch_value(tallies, counts, base, m_indptr, m_indices, m_data, has_matrix, b, i):
@@ -403,7 +413,7 @@ def _cuda_walks(kernel, slots, warp_counter):
             counters = device_zeros(n_batches, np.int64)
         launch_stream = cuda.stream()
         with launching("walks", launch_stream):
-            walk_kernel[grid, threads, launch_stream, shared_bytes if shared else 0](
+            (shared_kernel if shared else global_kernel)[grid, threads, launch_stream, shared_bytes if shared else 0](
                 *args, np.uint32(seed), np.uint32(stream), np.float64(cutoff), np.int64(max_steps),
                 np.int64(blocks_per_batch), shared, d_out, counters)
         return d_out, launch_stream
@@ -461,5 +471,5 @@ def _cuda_walks(kernel, slots, warp_counter):
         return x, spread, float(transitions[0])
 
     run.reduced, run.transitions = reduced, transitions
-    run.kernel = walk_kernel
+    run.kernel = global_kernel
     return run
