@@ -170,26 +170,48 @@ def _stored(block, store, start, stop, after=None):
 
 
 class Chains:
-    """Successive runs whose tasks form chains, as many as the most tasks of any run.
+    """Successive lazy runs whose tasks form chains: a task starts after the last task of its
+    chain, on the worker that ran it (its result is there), and becomes the chain's last.
 
-    On a cluster, task ``i`` of a run starts after the last task of chain ``i``, on the worker
-    that ran it (its result is there), and becomes the chain's last. Runs whose tasks cost
-    unlike (Ising lattices of several sizes, one task per worker each) then go out as chains
-    of equal cost, one per worker; as independent tasks, the scheduler's order could give one
-    GPU two of the costliest while another idles. A run of more tasks than chains starts new
-    ones. Pass one instance as ``chains=`` to each :func:`run_realizations` call, in order.
+    Pass one instance as ``chains=`` to each :func:`run_realizations` call of the runs, in
+    order. Plainly made, task ``i`` of each run joins chain ``i``. Made by :meth:`balanced`,
+    the runs of an active client (without ``chunks`` or a store) are cut into one share of
+    about equal cost per worker instead: with one task per worker and run, runs whose items
+    cost unlike (Ising lattices of several sizes) would leave GPUs idle, and a run too small
+    to fill a GPU would be split over all of them (slower per item than whole).
     """
 
-    def __init__(self):
-        self.ends = []
+    def __init__(self, shares=None):
+        self.ends = {}
+        self._shares = list(shares) if shares is not None else None
 
-    def after(self, i: int):
-        """The task that task ``i`` of the next run follows (None: it starts a chain)."""
-        return self.ends[i] if i < len(self.ends) else None
+    @classmethod
+    def balanced(cls, runs, workers: int) -> "Chains":
+        """Chains for ``runs`` (``(items, cost of one item)`` each, in the order they run) cut
+        into ``workers`` contiguous shares of their items by cost; each run's items of one share
+        are one task of that share's chain."""
+        total = float(sum(n * cost for n, cost in runs))
+        shares, done = [], 0.0
+        for n, cost in runs:
+            middle = done + cost * (np.arange(n) + 0.5)  # an item goes to the share its cost's middle is in
+            chain = np.minimum(workers - 1, (middle * workers / total).astype(np.int64)) if total > 0 else \
+                np.zeros(n, np.int64)
+            done += n * cost
+            bounds = np.concatenate([[0], np.flatnonzero(np.diff(chain)) + 1, [n]])
+            shares.append([(int(lo), int(hi), int(chain[lo])) for lo, hi in zip(bounds[:-1], bounds[1:])])
+        return cls(shares)
 
-    def extend(self, tasks: list):
-        """The next run's tasks become the ends of the first ``len(tasks)`` chains."""
-        self.ends[:len(tasks)] = tasks
+    def next_shares(self):
+        """The next run's tasks as ``(start, stop, chain)``, or None when not :meth:`balanced`."""
+        return self._shares.pop(0) if self._shares else None
+
+    def after(self, chain: int):
+        """The last task of ``chain`` (None: the task starts it)."""
+        return self.ends.get(chain)
+
+    def extend(self, tasks):
+        """``(chain, task)`` pairs: each task becomes the last of its chain."""
+        self.ends.update(tasks)
 
 
 @dataclass(frozen=True)
@@ -225,16 +247,21 @@ def run_realizations(block: Callable, realizations: int, outputs: dict, *, chunk
     message), else ValueError before anything runs. ``unit`` says what the bar counts.
     With ``store`` (an open :class:`gpuensembles.core.store.ChunkStore`), each chunk is read
     from it when a verified copy is there, else computed and written to it. Without
-    ``chunks`` or a store, an active client gets ``per_worker`` tasks per worker. With
-    ``chains`` (lazy runs only), each task follows one of the previous run's (:class:`Chains`).
+    ``chunks`` or a store, an active client gets ``per_worker`` tasks per worker, or the
+    shares of ``chains`` when :meth:`Chains.balanced`. With ``chains`` (lazy runs only), each
+    task follows the last task of its chain.
     """
     units = unit if isinstance(unit, Units) else Units(unit)
     show = shown(progress)
     client = _active_client()
     lazy = chunks is not None or client is not None
+    shares = chains.next_shares() if chains is not None else None
+    shares = shares if client is not None and chunks is None and store is None else None
     chunks = _chunk_size(chunks, realizations, client, store, per_worker)
     what = what or f"{realizations} {units.name}"
     size = None if chunks is None else min(check_count("chunks", chunks), realizations)
+    if shares:
+        size = max(hi - lo for lo, hi, _ in shares)
     if lazy:
         import dask
         import dask.array as da
@@ -246,11 +273,14 @@ def run_realizations(block: Callable, realizations: int, outputs: dict, *, chunk
         starting()
         if store is not None:
             store.keep_lock()
-        bounds = np.cumsum((0,) + _split(realizations, size)).tolist()
-        parts = [(lo, hi, dask.delayed(_stored, pure=True)(block, store, lo, hi, chains and chains.after(i)))
-                 for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
+        if not shares:
+            bounds = np.cumsum((0,) + _split(realizations, size)).tolist()
+            shares = [(lo, hi, i) for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
+        tasks = [(chain, dask.delayed(_stored, pure=True)(block, store, lo, hi, chains and chains.after(chain)))
+                 for lo, hi, chain in shares]
         if chains is not None:
-            chains.extend([part for _, _, part in parts])
+            chains.extend(tasks)
+        parts = [(lo, hi, task) for (lo, hi, _), (_, task) in zip(shares, tasks)]
         return {name: _join([da.from_delayed(part[name], _block_shape(o, hi - lo), o.dtype) for lo, hi, part in parts],
                             o.axis, da) for name, o in outputs.items()}
     check_memory(sum(o.nbytes() for o in outputs.values()), f"the result of {what}")

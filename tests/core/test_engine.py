@@ -81,18 +81,44 @@ def _counting_block(start, stop):
 def test_chained_runs_follow_the_last_task_of_each_chain():
     chains, outputs = engine.Chains(), {"x": engine.Output((4,), np.int64, 0)}
     engine.run_realizations(_counting_block, 4, outputs, chunks=2, chains=chains, progress=False)
-    first = list(chains.ends)
+    first = dict(chains.ends)
     wider = {"x": engine.Output((6,), np.int64, 0)}
     second = engine.run_realizations(_counting_block, 6, wider, chunks=2, chains=chains, progress=False)
-    ends = list(chains.ends)
-    assert len(first) == 2 and len(ends) == 3
-    followed = [set(dict(task.dask)[task.key].dependencies) for task in ends]
+    ends = dict(chains.ends)
+    assert sorted(first) == [0, 1] and sorted(ends) == [0, 1, 2]
+    followed = [set(dict(ends[c].dask)[ends[c].key].dependencies) for c in range(3)]
     assert followed == [{first[0].key}, {first[1].key}, set()]  # a third task starts a chain of its own
     np.testing.assert_array_equal(second["x"].compute(), np.arange(6))
-    engine.run_realizations(_counting_block, 2, outputs | {"x": engine.Output((2,), np.int64, 0)}, chunks=2,
-                            chains=chains, progress=False)
-    keys = [task.key for task in chains.ends]  # a run of fewer tasks extends the first chains only
-    assert keys[0] != ends[0].key and keys[1:] == [task.key for task in ends[1:]]
+    engine.run_realizations(_counting_block, 2, {"x": engine.Output((2,), np.int64, 0)}, chunks=2, chains=chains,
+                            progress=False)
+    assert chains.ends[0].key != ends[0].key  # a run of fewer tasks extends the first chains only
+    assert [chains.ends[c].key for c in (1, 2)] == [ends[c].key for c in (1, 2)]
+
+
+def test_balanced_chains_cut_all_runs_into_shares_of_equal_cost():
+    shares = engine.Chains.balanced([(8, 2.0), (256, 4.0), (256, 16.0)], 4)
+    runs = [shares.next_shares() for _ in range(3)]
+    assert shares.next_shares() is None
+    for run, n in zip(runs, (8, 256, 256)):  # each run's tasks tile its items
+        assert run[0][0] == 0 and run[-1][1] == n and all(a[1] == b[0] for a, b in zip(run, run[1:]))
+    cost = np.zeros(4)
+    for run, item_cost in zip(runs, (2.0, 4.0, 16.0)):
+        for lo, hi, chain in run:
+            cost[chain] += (hi - lo) * item_cost
+    assert cost.max() - cost.min() <= 2 * 16.0  # equal to within an item at each cut
+    assert [len(run) for run in runs] == [1, 1, 4]  # the small runs stay whole, on one chain
+
+
+def test_balanced_chains_deal_the_runs_of_a_cluster():
+    distributed = pytest.importorskip("distributed")
+    chains = engine.Chains.balanced([(6, 1.0), (10, 1.0)], 2)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster):
+        runs = [engine.run_realizations(_counting_block, n, {"x": engine.Output((n,), np.int64, 0)}, chains=chains,
+                                        progress=False)["x"] for n in (6, 10)]
+        assert [r.chunks[0] for r in runs] == [(6,), (2, 8)]  # shares of 8 items each: 6 + 2 and 8
+        for r, n in zip(runs, (6, 10)):
+            np.testing.assert_array_equal(r.compute(), np.arange(n))
 
 
 def test_array_parameters_become_dimensions_scalars_attrs(reference):

@@ -162,34 +162,28 @@ def ising(
     schedule = (thermalization, sweeps, every)
     per_L = []
     work = _work(sizes, betas.size * realizations, schedule, kernel)
-    chains = engine.Chains()  # on a cluster, each worker's tasks of every L in turn (CLUSTER_TASKS)
+    setups = [_Setup.make(kernel, size, betas, realizations, start == "hot", seed, n_bins, n_meas if series else 0,
+                          snapshot, backend) for size in sizes]
+    # On a cluster, one share of the lattices of every L per worker, of about equal cost: a task
+    # per worker and L split sizes too small to fill a GPU over all of them (on an H100, 64
+    # lattices of 256^2 took longer than 256), and the scheduler could start two of the costliest
+    # on one worker (see docs/scaling.rst).
+    chains = engine.Chains.balanced([(s.n_groups, s.spg * s.L**2) for s in setups], engine.worker_count())
     with engine.stored_run(store, "ising", call, seed) as stored, estimate.timed(work, backend, progress) as clock:
-        for size in sizes:
-            setup = _Setup.make(kernel, size, betas, realizations, start == "hot", seed, n_bins,
-                                n_meas if series else 0, snapshot, backend)
+        for setup in setups:
+            size = setup.L
             units = engine.Units("lattices", per_item=setup.spg, total=setup.n_systems, desc=f"L={size}")
             block = functools.partial(_run_groups, setup, schedule,
                                       checkpoints=stored and stored.part(f"L{size}-at"))
             raw = engine.run_realizations(block, setup.n_groups,
                                           setup.outputs(), chunks=chunks, pieces=20, progress=progress, unit=units,
                                           what=f"L={size}, {betas.size} values of beta, realizations={realizations}",
-                                          store=stored and stored.part(f"L{size}"), per_worker=CLUSTER_TASKS,
-                                          chains=chains)
+                                          store=stored and stored.part(f"L{size}"), chains=chains)
             per_L.append((setup, raw))
         clock.ran({size: raw for size, (_, raw) in zip(sizes, per_L)})
     return _dataset(per_L, sizes, L, beta_da, realizations, schedule, n_bins, call, seed, kernel, start, backend)
 
 
-#: Tasks per worker and lattice size on a cluster (without ``chunks``). The lattices of one size
-#: cost alike, so one task per worker balances; a task of fewer lattices than fill the GPU
-#: takes as long as a larger one (each sweep waits on the last), so more tasks only queue up.
-#: The tasks of successive sizes form chains (:class:`~gpuensembles.core.runs.Chains`): each
-#: worker runs its share of every size in turn. L = 256, 512, 1024 x 8 betas x 32 realizations,
-#: 366 000 sweeps, on H100s: 4 tasks per worker took 136.1 s on one GPU and 62.0 s on four, 1 task
-#: 78.6 s and 38.9 s, chained 35.5 s on four (the scheduler could start two tasks of L = 1024 on
-#: one worker, whose two threads then share its GPU). The rest is fill: on one H100, 64 lattices
-#: of 256^2 took longer than 256 of them (2.99 s against 2.18 s, 120 000 sweeps).
-CLUSTER_TASKS = 1
 #: Default throughputs [spin updates/s] of the multi-spin kernel per CPU thread and per GPU,
 #: and of the one-byte-per-spin kernel.
 CPU_RATE = {"multispin": 3.5e8, "int8": 1e8}
