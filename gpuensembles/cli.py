@@ -190,7 +190,7 @@ def _start_cluster():
     from .core.cluster import cluster
 
     client = cluster(dashboard_address=":0")
-    print(f"cluster: {len(client.scheduler_info().get('workers', {}))} worker(s); dashboard {client.dashboard_link}",
+    print(f"cluster: {len(client.nthreads())} worker(s); dashboard {client.dashboard_link}",
           file=sys.stderr)
     return client
 

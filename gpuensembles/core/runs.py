@@ -42,13 +42,21 @@ def worker_count(client=None) -> int:
     client = client if client is not None else _active_client()
     if client is None:
         return 1
-    return max(1, len(client.scheduler_info().get("workers", {})))
+    return max(1, len(client.nthreads()))  # scheduler_info() lists only the first 5 in some versions
+
+
+def _workers_info(client) -> dict:
+    """Every worker's entry of ``scheduler_info`` (some versions list 5 unless asked for all)."""
+    try:
+        return client.scheduler_info(n_workers=-1).get("workers", {})
+    except TypeError:  # a version without the argument lists them all
+        return client.scheduler_info().get("workers", {})
 
 
 def _memory_limit(client) -> int:
     """Bytes one task may use: the smallest worker's memory limit on a cluster, else what is free here."""
     if client is not None:
-        limits = [w.get("memory_limit") or 0 for w in client.scheduler_info().get("workers", {}).values()]
+        limits = [w.get("memory_limit") or 0 for w in _workers_info(client).values()]
         if limits and min(limits) > 0:
             return int(min(limits))
     return validation.available_memory()
@@ -170,8 +178,11 @@ def _stored(block, store, start, stop, after=None):
 
 
 class Chains:
-    """Successive lazy runs whose tasks form chains: a task starts after the last task of its
-    chain, on the worker that ran it (its result is there), and becomes the chain's last.
+    """Successive lazy runs whose tasks form chains, each task after the last of its chain.
+
+    A task becomes the last of its chain. The scheduler prefers the worker holding a task's
+    input, so a chain stays on one worker (a preference, not a guarantee: a lost worker's chains
+    move).
 
     Pass one instance as ``chains=`` to each :func:`run_realizations` call of the runs, in
     order. Plainly made, task ``i`` of each run joins chain ``i``. Made by :meth:`balanced`,
@@ -187,12 +198,17 @@ class Chains:
 
     @classmethod
     def balanced(cls, runs, workers: int) -> "Chains":
-        """Chains for ``runs`` (``(items, cost of one item)`` each, in the order they run) cut
-        into ``workers`` contiguous shares of their items by cost; each run's items of one share
-        are one task of that share's chain."""
+        """Chains for ``runs`` cut into ``workers`` contiguous shares of about equal cost.
+
+        ``runs``: ``(items, cost of one item)`` each, in the order they run. Each run's items of
+        one share are one task of that share's chain.
+        """
         total = float(sum(n * cost for n, cost in runs))
         shares, done = [], 0.0
         for n, cost in runs:
+            if n == 0:
+                shares.append([])
+                continue
             middle = done + cost * (np.arange(n) + 0.5)  # an item goes to the share its cost's middle is in
             chain = np.minimum(workers - 1, (middle * workers / total).astype(np.int64)) if total > 0 else \
                 np.zeros(n, np.int64)
@@ -201,9 +217,20 @@ class Chains:
             shares.append([(int(lo), int(hi), int(chain[lo])) for lo, hi in zip(bounds[:-1], bounds[1:])])
         return cls(shares)
 
-    def next_shares(self):
-        """The next run's tasks as ``(start, stop, chain)``, or None when not :meth:`balanced`."""
-        return self._shares.pop(0) if self._shares else None
+    def next_shares(self, n: int):
+        """The next run's tasks as ``(start, stop, chain)`` over its ``n`` items.
+
+        None when not :meth:`balanced`; RuntimeError if the shares are used up or tile another
+        number of items.
+        """
+        if self._shares is None:
+            return None
+        if not self._shares:
+            raise RuntimeError("a run more than the chains were balanced for")
+        shares = self._shares.pop(0)
+        if [lo for lo, _, _ in shares] + [n] != [0] + [hi for _, hi, _ in shares]:
+            raise RuntimeError(f"the chains' next shares {shares} do not tile the run's {n} items")
+        return shares
 
     def after(self, chain: int):
         """The last task of ``chain`` (None: the task starts it)."""
@@ -255,7 +282,7 @@ def run_realizations(block: Callable, realizations: int, outputs: dict, *, chunk
     show = shown(progress)
     client = _active_client()
     lazy = chunks is not None or client is not None
-    shares = chains.next_shares() if chains is not None else None
+    shares = chains.next_shares(realizations) if chains is not None else None
     shares = shares if client is not None and chunks is None and store is None else None
     chunks = _chunk_size(chunks, realizations, client, store, per_worker)
     what = what or f"{realizations} {units.name}"
@@ -266,8 +293,8 @@ def run_realizations(block: Callable, realizations: int, outputs: dict, *, chunk
         import dask
         import dask.array as da
 
-        check_memory(sum(o.nbytes(size) for o in outputs.values()), f"one chunk of {size} (chunks={chunks}) of {what}",
-                     limit=_memory_limit(client))
+        chunk = f"one share of {size}" if shares else f"one chunk of {size} (chunks={chunks})"
+        check_memory(sum(o.nbytes(size) for o in outputs.values()), f"{chunk} of {what}", limit=_memory_limit(client))
         if gathering():
             check_memory(sum(o.nbytes() for o in outputs.values()), f"the result of {what}")
         starting()

@@ -1,5 +1,6 @@
 """Parameter broadcasting, chunking, laziness and determinism (CPU backend)."""
 
+import dask
 import dask.array as da
 import numpy as np
 import pytest
@@ -78,6 +79,10 @@ def _counting_block(start, stop):
     return {"x": np.arange(start, stop)}
 
 
+def _dependencies(task) -> set:
+    return set(dask.core.get_dependencies(dict(task.dask), task.key))
+
+
 def test_chained_runs_follow_the_last_task_of_each_chain():
     chains, outputs = engine.Chains(), {"x": engine.Output((4,), np.int64, 0)}
     engine.run_realizations(_counting_block, 4, outputs, chunks=2, chains=chains, progress=False)
@@ -86,19 +91,18 @@ def test_chained_runs_follow_the_last_task_of_each_chain():
     second = engine.run_realizations(_counting_block, 6, wider, chunks=2, chains=chains, progress=False)
     ends = dict(chains.ends)
     assert sorted(first) == [0, 1] and sorted(ends) == [0, 1, 2]
-    followed = [set(dict(ends[c].dask)[ends[c].key].dependencies) for c in range(3)]
+    followed = [_dependencies(ends[c]) for c in range(3)]
     assert followed == [{first[0].key}, {first[1].key}, set()]  # a third task starts a chain of its own
     np.testing.assert_array_equal(second["x"].compute(), np.arange(6))
     engine.run_realizations(_counting_block, 2, {"x": engine.Output((2,), np.int64, 0)}, chunks=2, chains=chains,
                             progress=False)
-    assert chains.ends[0].key != ends[0].key  # a run of fewer tasks extends the first chains only
+    assert _dependencies(chains.ends[0]) == {ends[0].key}  # a run of fewer tasks extends the first chains only
     assert [chains.ends[c].key for c in (1, 2)] == [ends[c].key for c in (1, 2)]
 
 
 def test_balanced_chains_cut_all_runs_into_shares_of_equal_cost():
     shares = engine.Chains.balanced([(8, 2.0), (256, 4.0), (256, 16.0)], 4)
-    runs = [shares.next_shares() for _ in range(3)]
-    assert shares.next_shares() is None
+    runs = [shares.next_shares(n) for n in (8, 256, 256)]
     for run, n in zip(runs, (8, 256, 256)):  # each run's tasks tile its items
         assert run[0][0] == 0 and run[-1][1] == n and all(a[1] == b[0] for a, b in zip(run, run[1:]))
     cost = np.zeros(4)
@@ -107,6 +111,10 @@ def test_balanced_chains_cut_all_runs_into_shares_of_equal_cost():
             cost[chain] += (hi - lo) * item_cost
     assert cost.max() - cost.min() <= 2 * 16.0  # equal to within an item at each cut
     assert [len(run) for run in runs] == [1, 1, 4]  # the small runs stay whole, on one chain
+    with pytest.raises(RuntimeError, match="do not tile"):
+        engine.Chains.balanced([(4, 1.0)], 2).next_shares(5)
+    with pytest.raises(RuntimeError, match="more than"):
+        engine.Chains.balanced([], 2).next_shares(1)
 
 
 def test_balanced_chains_deal_the_runs_of_a_cluster():
@@ -117,6 +125,8 @@ def test_balanced_chains_deal_the_runs_of_a_cluster():
         runs = [engine.run_realizations(_counting_block, n, {"x": engine.Output((n,), np.int64, 0)}, chains=chains,
                                         progress=False)["x"] for n in (6, 10)]
         assert [r.chunks[0] for r in runs] == [(6,), (2, 8)]  # shares of 8 items each: 6 + 2 and 8
+        first_run_task = _dependencies(chains.ends[0])
+        assert len(first_run_task) == 1 and _dependencies(chains.ends[1]) == set()  # 2 items follow the 6
         for r, n in zip(runs, (6, 10)):
             np.testing.assert_array_equal(r.compute(), np.arange(n))
 

@@ -160,6 +160,7 @@ runners = [first_passage.first_passage_runner(escape_kernel("underdamped", "floa
            walks.walk_runner(KERNELS["adjoint"], "cuda"), coupled.mean_field_runner(oscillators(), "cuda"),
            coupled.pairwise_runner(oscillators(), "cuda"), hypergraphs.cuda_runner()]
 kernels = [run.kernel for run in runners] + [k for kind in lattices.KINDS for k in lattices.cuda_runner(kind).kernels]
+kernels.append(runners[3].kernels[1])  # the walks' kernel for bins in shared memory
 cache = backend._stable_cuda_cache()
 print(json.dumps([[k.py_func.__qualname__, type(k._cache) is cache and k._cache.stable_key()] for k in kernels]))
 """
@@ -172,9 +173,10 @@ def test_every_cuda_kernel_has_a_stable_key(tmp_path):
     env.pop("NUMBA_ENABLE_CUDASIM", None)
     keys = [json.loads(subprocess.run([sys.executable, "-c", CUDA_KEYS], env=env, capture_output=True, text=True,
                                       timeout=600, check=True).stdout) for _ in range(2)]
-    # 7 runners' kernels, 14 + 7 of the two Ising kinds (multi-spin: 9 persistent sweeps, one for each
-    # rows a thread and counting, built from one source: their keys differ by the closure's values)
-    assert len(keys[0]) == 28
+    # 7 runners' kernels and the walks' second, 14 + 7 of the two Ising kinds (multi-spin: 9 persistent
+    # sweeps, one for each rows a thread and counting, built from one source: their keys differ by the
+    # closure's values)
+    assert len(keys[0]) == 29
     assert all(isinstance(key, str) and len(key) == 64 for _, key in keys[0]), keys[0]
     shared = [name for name, key in keys[0] if [k for _, k in keys[0]].count(key) > 1]
     # the Ising kinds' sum_counts and record kernels: same source and cells

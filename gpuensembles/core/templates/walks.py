@@ -154,7 +154,9 @@ def walk_runner(kernel: WalkKernel, backend: str):
     identical. Both have ``run.transitions(chain, ..., max_steps, width)``, which returns
     ``out[:, -1]`` alone (on a GPU without bringing the tallies back). The CUDA runner also
     has ``run.reduced(...)``, which reduces the batch tallies to a mean and a spread on the
-    device, so that only two vectors leave it. The CUDA variant is :func:`walk_variant`'s.
+    device, so that only two vectors leave it. With bins in global memory the CUDA kernel is
+    :func:`walk_variant`'s (``run.kernel``); with bins in shared memory, one without remembered
+    states or warp counter (``run.kernels`` holds both).
     """
     return _walk_runner(kernel, backend, walk_variant() if backend == "cuda" else None)
 
@@ -471,5 +473,5 @@ def _cuda_walks(kernel, slots, warp_counter):
         return x, spread, float(transitions[0])
 
     run.reduced, run.transitions = reduced, transitions
-    run.kernel = global_kernel
+    run.kernel, run.kernels = global_kernel, (global_kernel, shared_kernel)
     return run
