@@ -152,13 +152,13 @@ def run_items(block: Callable, n_items: int, width: int, *, chunks=None, pieces:
 STORE_CHUNKS = 16
 
 
-def _chunk_size(chunks, n, client, store=None, per_worker=4):
+def _chunk_size(chunks, n, client, store=None):
     """``chunks`` as given; with a store, `STORE_CHUNKS` restart points (for any worker count);
-    with an active ``distributed.Client``, ``per_worker`` tasks per worker; else None (eager, unsplit)."""
+    with an active ``distributed.Client``, four tasks per worker; else None (eager, unsplit)."""
     if chunks is None and store is not None:
         chunks = -(-n // STORE_CHUNKS)
     if chunks is None and client is not None:
-        chunks = -(-n // (per_worker * worker_count(client)))
+        chunks = -(-n // (4 * worker_count(client)))
     return chunks
 
 
@@ -262,7 +262,7 @@ class Output:
 
 def run_realizations(block: Callable, realizations: int, outputs: dict, *, chunks=None, pieces: int = 1,
                      progress="auto", unit: str | Units = "realizations", what: str | None = None,
-                     store=None, per_worker: int = 4, chains: Chains | None = None) -> dict:
+                     store=None, chains: Chains | None = None) -> dict:
     """Run ``block(start, stop) -> {name: array}`` over realizations ``[0, realizations)``.
 
     Returns ``{name: array}`` shaped as ``outputs[name]`` (:class:`Output`). Eager (numpy,
@@ -274,7 +274,7 @@ def run_realizations(block: Callable, realizations: int, outputs: dict, *, chunk
     message), else ValueError before anything runs. ``unit`` says what the bar counts.
     With ``store`` (an open :class:`gpuensembles.core.store.ChunkStore`), each chunk is read
     from it when a verified copy is there, else computed and written to it. Without
-    ``chunks`` or a store, an active client gets ``per_worker`` tasks per worker, or the
+    ``chunks`` or a store, an active client gets four tasks per worker, or the
     shares of ``chains`` when :meth:`Chains.balanced`. With ``chains`` (lazy runs only), each
     task follows the last task of its chain.
     """
@@ -284,7 +284,7 @@ def run_realizations(block: Callable, realizations: int, outputs: dict, *, chunk
     lazy = chunks is not None or client is not None
     shares = chains.next_shares(realizations) if chains is not None else None
     shares = shares if client is not None and chunks is None and store is None else None
-    chunks = _chunk_size(chunks, realizations, client, store, per_worker)
+    chunks = _chunk_size(chunks, realizations, client, store)
     what = what or f"{realizations} {units.name}"
     size = None if chunks is None else min(check_count("chunks", chunks), realizations)
     if shares:

@@ -247,12 +247,16 @@ class _Problem:
         walk = "|H^T|" if self.walk == "adjoint" else "|H|"
         return f"Jacobi splitting H = I - D^-1 A; transitions along {walk}; {_ESTIMATOR_TEXT[self.estimator]}"
 
+    @property
+    def runner(self):
+        """The walks' runner on this problem's backend."""
+        return walk_runner(KERNELS[self.walk], _backend.resolve(self.backend))
+
     def run(self, start: int, stop: int) -> np.ndarray:
         """Tallies of batches ``[start, stop)`` (estimator applied) and their transitions in the last column."""
-        runner = walk_runner(KERNELS[self.walk], _backend.resolve(self.backend))
         out = np.empty((stop - start, self.width), dtype=np.float64)
-        runner(self.table, self.sources, self.per_batch[start:stop], self.score, self.first[start:stop],
-               self.size[start:stop], self.seed, self.stream, self.cutoff, self.max_steps, out)
+        self.runner(self.table, self.sources, self.per_batch[start:stop], self.score, self.first[start:stop],
+                    self.size[start:stop], self.seed, self.stream, self.cutoff, self.max_steps, out)
         if self.estimator == "expected":
             counts = self.per_batch[start:stop, None].astype(np.float64)
             if self.walk == "adjoint":
@@ -264,9 +268,8 @@ class _Problem:
 
     def transitions(self) -> np.ndarray:
         """The transitions of each batch's walks (the tallies are not brought back)."""
-        runner = walk_runner(KERNELS[self.walk], _backend.resolve(self.backend))
-        return runner.transitions(self.table, self.sources, self.per_batch, self.score, self.first, self.size,
-                                  self.seed, self.stream, self.cutoff, self.max_steps, self.width)
+        return self.runner.transitions(self.table, self.sources, self.per_batch, self.score, self.first, self.size,
+                                       self.seed, self.stream, self.cutoff, self.max_steps, self.width)
 
     def run_reduced(self) -> tuple:
         """``(x, spread, transitions)`` of all batches, reduced on the GPU (see :func:`_assemble`)."""
