@@ -167,6 +167,34 @@ def test_simulated_fit_recovers_a_thermal_junction_and_adds_the_simulations_erro
     assert simulated.attrs["model"] == "simulated" and float(simulated.p_value) > 1e-3
 
 
+def test_simulated_fit_recentres_its_table_on_the_critical_current_it_finds(monkeypatch):
+    """A table holds the Q of its centre: a maximum found off it is fitted again on a table centred there.
+
+    The tables here are the thermal rate at the centre's V0 (exact, and as Q-bound as a simulated one).
+    """
+    from gpuensembles.models.josephson import fitting, simulated_model
+
+    centres = []
+
+    def table(start, data, damping, *, coarse=False, **_):
+        c0, theta0 = float(start["Ic"]), float(start["theta"])
+        centres.append(c0)
+        gamma = np.linspace(0.6 / c0, min(0.97 / c0, 1 - 1e-3), simulated_model.TABLE_BIASES)
+        thetas = theta0 * np.asarray(simulated_model.TABLE_THETAS)
+        log_rate = np.stack([likelihood.thermal_log_rate(gamma, V0=c0 * data.V0_unit, damping=damping, theta=t)
+                             for t in thetas])
+        return simulated_model._model(gamma, thetas, log_rate, np.full(log_rate.shape, 1e-3), c0, damping)
+
+    monkeypatch.setattr(simulated_model, "simulated", table)
+    monkeypatch.setattr(fitting, "_simulated_starts", lambda o, conv, data: [dict(Ic=1.02, theta=THETA)])
+    fit = ge.josephson.fit_switching(draw(thermal, 4000, seed=5), sweep_rate=GAMMA_DOT, V0=V0, damping=DAMPING,
+                                     model="simulated", backend="cpu")
+    Ic, error = float(fit.Ic), float(fit.Ic_stderr)
+    assert abs(centres[0] - Ic) > 2 * error  # the first table was far off: the case means something
+    assert len(centres) > 1 and abs(centres[-1] - Ic) <= fitting.CENTRED * error
+    assert abs(Ic - 1.0) < 4 * error
+
+
 def test_simulated_table_interpolates_the_rate_between_its_temperatures_and_biases():
     from gpuensembles.models.josephson import simulated_model
 

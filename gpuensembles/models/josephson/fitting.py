@@ -388,6 +388,9 @@ def _scan_rel_error(rel_error):
 SAME_MODE = 0.05
 #: Simulated tables re-centred on the maximum when it falls outside the first one.
 RECENTRE = 3
+#: How far (in its standard errors) a full simulated fit's Ic may lie from its table's centre: the table
+#: holds the centre's Q (:mod:`.simulated_model`), so a maximum farther off is re-centred.
+CENTRED = 0.5
 #: Refits over resampled simulated rate tables, for the part of the error that the simulation adds.
 RESAMPLES = 24
 
@@ -409,17 +412,32 @@ def _analytic_start(o: _Options, conv, data):
     return likelihood.maximize(thermal, data, start, curvature=False)[0]
 
 
-def _settled(o: _Options, conv, data, start, seed, coarse=False, curvature=True):
-    """``(rate model, start, maximize's tuple)``: the maximum over tables re-centred until it lies inside one."""
+def _settled(o: _Options, conv, data, start, seed, coarse=False, curvature=True, centre=False):
+    """``(rate model, start, maximize's tuple)``: the maximum over tables re-centred until it lies inside one.
+
+    With ``centre`` (and the curvature), also until its ``Ic`` lies within `CENTRED` errors of the centre.
+    """
     rate_model = _rate_model(o, conv, start, data, seed, coarse)
     found = likelihood.maximize(rate_model, data, start, curvature=curvature)
     for attempt in range(1, RECENTRE + 1 if o.model == "simulated" else 1):
-        if simulated_model.inside(found[0], start):
-            break  # the maximum lies inside the simulated table: no extrapolation
+        if simulated_model.inside(found[0], start) and not (centre and _off_centre(rate_model, found, start, data)):
+            break  # the maximum lies inside the simulated table (no extrapolation), and near its Q if asked
         start = found[0]  # the table again, centred on the maximum
         rate_model = _rate_model(o, conv, start, data, seed + 100 * attempt, coarse)
         found = likelihood.maximize(rate_model, data, start, curvature=curvature)
     return rate_model, start, found
+
+
+def _off_centre(rate_model, found, start, data) -> bool:
+    """Whether the maximum ``found`` lies more than `CENTRED` of its Ic errors from the table's centre."""
+    values, _, covariance, _ = found
+    if covariance is None or "Ic" not in rate_model.names:
+        return False  # Ic held, or no curvature: the temperature check alone
+    i = rate_model.names.index("Ic")
+    if not covariance[i, i] > 0:
+        return False  # no error to measure the distance by
+    Ic_stderr = (values["Ic"] - data.top) * math.sqrt(covariance[i, i])  # the coordinate is ln(Ic / top - 1)
+    return not simulated_model.centred(values["Ic"], Ic_stderr, start, CENTRED)
 
 
 def _simulated_starts(o: _Options, conv, data):
@@ -457,7 +475,10 @@ def _fit_one(o: _Options, conv, data):
     else:  # the best scanned maxima at full precision, the better one kept (the scan's rates are rougher)
         finals = [_settled(o, conv, data, start, o.seed + k) for k, start in enumerate(_simulated_starts(o, conv,
                                                                                                          data)[:2])]
-        rate_model, start, (values, q, covariance, nll) = min(finals, key=lambda f: f[2][3])
+        rate_model, start, found = min(finals, key=lambda f: f[2][3])
+        if _off_centre(rate_model, found, start, data):  # its table holds another Q: again, centred on it
+            rate_model, start, found = _settled(o, conv, data, found[0], o.seed + 2, centre=True)
+        values, q, covariance, nll = found
     if rate_model.resample is not None:
         covariance = covariance + _model_covariance(rate_model, data, values, o.seed)
     chi2, dof, p_value = _chi_square(rate_model, data, values, len(rate_model.names))
