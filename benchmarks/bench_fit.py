@@ -15,7 +15,7 @@ Sections, each printing one table:
 * ``recovery``: more data sets of that junction, each 5,000 switching currents drawn from one
   rate curve of ``switching_currents(method="rates")`` (to 2%) with its own seed, each fitted by
   the simulated model with its own seed (independent rate tables) at the generator's time step,
-  ``--workers`` processes at a time on the one GPU, starting sets until ``--limit`` seconds from
+  ``--workers`` processes at a time (dealt out over ``--gpus`` GPUs), starting sets until ``--limit`` seconds from
   the program's start: coverage of the 95% intervals of ``Ic`` and ``T_esc``, bias and spread.
 """
 
@@ -117,7 +117,14 @@ def _one_set(k, curve, gamma_dot, ends, s):
     return float(fit.Ic), float(fit.Ic_stderr), float(fit.T_esc), float(fit.T_esc_stderr), seconds
 
 
-def recovery(size, limit, workers=1, first=1):
+def _on_gpu(gpus):
+    """Initializer of a recovery worker: take the next of the GPUs, before anything opens a CUDA context."""
+    import os
+
+    os.environ["CUDA_VISIBLE_DEVICES"] = str(gpus.get())
+
+
+def recovery(size, limit, workers=1, first=1, gpus=1):
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from multiprocessing import get_context
 
@@ -130,7 +137,12 @@ def recovery(size, limit, workers=1, first=1):
     gamma_dot = float(data.attrs["dgamma"] if "dgamma" in data.attrs else data.dgamma) / float(data.attrs["h"])
     ends = dict(gamma_start=float(data.attrs["gamma_start"]), gamma_end=float(data.attrs["gamma_end"]))
     deadline, results, k = _START + limit, [], first - 1  # the limit counts from the program's start
-    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+    context = get_context("spawn")
+    devices = context.Queue()
+    for w in range(workers):  # workers dealt out over the GPUs in turn
+        devices.put(w % gpus)
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_on_gpu if gpus > 1 else None,
+                             initargs=(devices,) if gpus > 1 else ()) as pool:
         running = set()
         while True:
             while len(running) < workers and time.perf_counter() < deadline:
@@ -154,7 +166,7 @@ def recovery(size, limit, workers=1, first=1):
         rows.append((name, f"{covered}/{len(r)} = {covered / len(r):.0%}", _g(np.mean(r[:, i]) - truth, 3),
                      _g(np.std(r[:, i], ddof=1), 3), _g(np.mean(r[:, i + 1]), 3), _g(np.std(z, ddof=1), 3)))
     title = (f"recovery: {len(r)} data sets of {s['set_events']} events (Li junction, voltage criterion), simulated "
-             f"fits with independent rate tables, {workers} at a time; median fit {np.median(r[:, 4]):.0f} s")
+             f"fits with independent rate tables, {workers} at a time on {gpus} GPU(s); median fit {np.median(r[:, 4]):.0f} s")
     return _table(title, ("parameter", "95% covered", "bias", "spread", "mean stderr", "sd of z"), rows), records
 
 
@@ -165,6 +177,7 @@ def main(argv=None):
     parser.add_argument("--limit", type=float, default=240.0,
                         help="seconds from the start after which recovery starts no more data sets")
     parser.add_argument("--workers", type=int, default=1, help="processes fitting recovery sets at once")
+    parser.add_argument("--gpus", type=int, default=1, help="GPUs the recovery workers are dealt out over")
     parser.add_argument("--first", type=int, default=1,
                         help="number of the first recovery set (its seeds): a later call adds new sets")
     parser.add_argument("--quick", action="store_true", help="tiny sizes on the CPU")
@@ -173,7 +186,7 @@ def main(argv=None):
 
     def section(name):
         if name == "recovery":
-            return recovery(size, args.limit, args.workers, args.first)
+            return recovery(size, args.limit, args.workers, args.first, args.gpus)
         return globals()[name](size, args.limit)
 
     run_sections(args.only.split(","), section, args.json)
