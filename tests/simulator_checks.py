@@ -180,8 +180,17 @@ def kuramoto_variants():
     return out
 
 
+def trials_in_threads():
+    """The rounds of ``trial_round`` in two threads at once, on the one cached runner they share."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2) as pool:
+        return [f.result() for f in [pool.submit(trial_round, "cuda") for _ in range(2)]]
+
+
 if __name__ == "__main__":
-    runs = {"xorsat": xorsat, "trials": lambda: trial_round("cuda"), "run-trials": lambda: run_round("cuda"),
+    runs = {"xorsat": xorsat, "trials": lambda: trial_round("cuda"), "trials-threads": trials_in_threads,
+            "run-trials": lambda: run_round("cuda"),
             "rates": lambda: rates(CASES["rates"]), "kuramoto-variants": kuramoto_variants,
             "switching-voltage": lambda: ramp("switching_currents", "switching_voltage"),
             "retrapping": lambda: ramp("retrapping_currents", "retrapping")}
