@@ -166,7 +166,8 @@ def recovery(size, limit, workers=1, first=1, gpus=1):
         rows.append((name, f"{covered}/{len(r)} = {covered / len(r):.0%}", _g(np.mean(r[:, i]) - truth, 3),
                      _g(np.std(r[:, i], ddof=1), 3), _g(np.mean(r[:, i + 1]), 3), _g(np.std(z, ddof=1), 3)))
     title = (f"recovery: {len(r)} data sets of {s['set_events']} events (Li junction, voltage criterion), simulated "
-             f"fits with independent rate tables, {workers} at a time on {gpus} GPU(s); median fit {np.median(r[:, 4]):.0f} s")
+             f"fits with independent rate tables, {workers} at a time on {gpus} GPU(s); "
+             f"median fit {np.median(r[:, 4]):.0f} s")
     return _table(title, ("parameter", "95% covered", "bias", "spread", "mean stderr", "sd of z"), rows), records
 
 
