@@ -176,7 +176,7 @@ LAUNCH_SITES |= {f"ising-{path}": {"ising"} for path in ISING_PATHS}
 
 def test_every_simulated_public_run_is_checked_for_launches(simulated):
     # the bare trials runners are not public runs
-    assert set(simulated["launches"]) == set(LAUNCH_SITES) | {"trials", "run-trials"}
+    assert set(simulated["launches"]) == set(LAUNCH_SITES) | {"trials", "trials-threads", "run-trials"}
 
 
 @pytest.mark.parametrize("run", sorted(LAUNCH_SITES))
