@@ -437,7 +437,7 @@ def _off_centre(rate_model, found, start, data) -> bool:
     if not covariance[i, i] > 0:
         return False  # no error to measure the distance by
     Ic_stderr = (values["Ic"] - data.top) * math.sqrt(covariance[i, i])  # the coordinate is ln(Ic / top - 1)
-    return not simulated_model.centred(values["Ic"], Ic_stderr, start, CENTRED)
+    return abs(values["Ic"] - start["Ic"]) > CENTRED * Ic_stderr
 
 
 def _simulated_starts(o: _Options, conv, data):
