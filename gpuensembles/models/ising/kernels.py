@@ -48,11 +48,13 @@ from ...core.backend import (
 )
 from ...core.rng import mulhilo
 from . import physics as metropolis
+from . import vertical
 
 cuda = None  # numba.cuda once a CUDA template is built (see bind_cuda)
 
 KINDS = ("multispin", "int8")
 _COUNTS = 3  # per lane: down spins, anti-aligned bonds, flips in the measured sweep
+_COUNTER_PLANES = vertical.PLANES  # (a local array's size must be a global of this module)
 #: Below this many items per half-sweep, CPU threads take whole groups instead of items.
 _MIN_ITEMS_PER_HALF_SWEEP = 1 << 16
 
@@ -416,6 +418,12 @@ def resident_threads(n_groups: int, multiprocessors: int, most: int) -> int:
     return threads
 
 
+def flush_every(rows: int) -> int:
+    """Walks of ``rows`` rows after which the resident kernel flushes its counters: each walk adds
+    at most ``rows + 2`` to a lane (see walk_column), and a lane may hold ``vertical.FLUSH_LIMIT``."""
+    return max(1, vertical.FLUSH_LIMIT // (rows + 2))
+
+
 def sweep_rows(words: int, threads: int) -> int:
     """Rows per thread of the persistent multi-spin sweeps (``K``): ``GPUENSEMBLES_ISING_SWEEP_ROWS``,
     else the most of `SWEEP_ROWS` that still gives half the GPU's ``threads`` (those resident
@@ -631,15 +639,6 @@ def cuda_runner(kind: str):
                 t = np.uint32(t + np.uint32(cuda.blockDim.x * cuda.blockDim.y))
         cuda.syncthreads()
 
-    @cuda.jit(device=True)
-    def next_item(y, j, dy, dj, S):
-        # word (y, j) of a row of S words moved on by dy rows and dj words (dj < S), 32-bit
-        j = np.uint32(j + dj)
-        y = np.uint32(y + dy)
-        if j >= np.uint32(S):
-            return np.uint32(y + np.uint32(1)), np.uint32(j - np.uint32(S))
-        return y, j
-
     def half_sweep_kernel(update):
         # int8 has two: four sites per uint32 (S % 4 == 0) and site by site. The first alone
         # needs 32 registers (both in one kernel 48): 2048 threads fit on a multiprocessor, not 1280.
@@ -681,7 +680,8 @@ def cuda_runner(kind: str):
         """Every thread of a warp: the words of its threads with lanes left after HEAD_BLOCKS
         (``undecided``) go to the warp's next free slots of ``aside`` (its ``room`` from row
         ``first``), as ``written``, or are finished at once where there is no room. Returns
-        the lanes flipped by that finishing and the warp's new count of slots taken.
+        the lanes flipped by that finishing, the warp's new count of slots taken and whether
+        the thread's word was set aside (its lanes ``undecided`` are then finished later).
 
         With ``spare`` (a constant), every thread stores a slot, the others the warp's spare one
         (row ``first + room``, never read), so that no branch surrounds the stores: the
@@ -700,11 +700,11 @@ def cuda_runner(kind: str):
         if undecided != 0 and not kept:
             flip = np.uint32(finish_word(lat, _index(at), undecided, dE4, table, seed, key, hs, np.uint32(at - mine),
                                          group))
-        return flip, np.uint32(n_aside + total)
+        return flip, np.uint32(n_aside + total), kept
 
     @cuda.jit(device=True)
     def walk_column(lat, table, aside, first, room, spare, c, j, y, rows, live, L32, S32, strips, edge, mine, other,
-                    seed, key, hs, group, count, fused, flips, down, anti, below_mask, buf):
+                    seed, key, hs, group, count, fused, flips, down, anti, below_mask, buf, sliced, planes):
         """Every thread of a warp: the Metropolis update of word ``j`` of ``rows`` rows (even) of
         colour ``c`` from row ``y`` (even), walking down the column two rows at a time (the two
         words' random numbers drawn side by side: on an H200 2780 flips/ns, against 2670 one
@@ -725,7 +725,14 @@ def cuda_runner(kind: str):
         bonds of those words to their four neighbours (every bond of the lattice has one end
         in colour 1, so colour 1's words count each once). The words count as written by the
         head of the update, then the lanes finished later are added: a lane that flips turns
-        its spin (down count -1 or +1) and, at dE = 4 or 8, adds 2 or 4 anti-aligned bonds."""
+        its spin (down count -1 or +1) and, at dE = 4 or 8, adds 2 or 4 anti-aligned bonds.
+
+        With ``count`` and ``sliced`` (a constant; groups of 32 lattices), the same three counts
+        go to the thread's vertical counters in ``planes`` instead (:mod:`.vertical`; ``FLIPS``,
+        ``DOWN`` and ``ANTI``), every lane its own lattice: the down spins of the lanes that
+        are final (all of a word not set aside, else those decided at its head; the rest where
+        they are finished), and the returned flips are unchanged. A thread adds at most ``rows
+        + 2`` to a lane of ``FLIPS`` and ``DOWN``, and 4 times that to ``ANTI``, per call."""
         # the side words of the rows from y: index in the row and left rotation (a strip edge
         # crossed: the next or previous lane); rows of odd columns take the next word j + 1,
         # rows of even columns the previous one, and the two alternate down the column
@@ -780,6 +787,9 @@ def cuda_runner(kind: str):
                 s1 = np.uint32(s1 ^ f1)
                 lat[_index(at0)] = s0
                 lat[_index(at1)] = s1
+                if count and sliced and c == 1:
+                    vertical.add_anti_aligned(planes, vertical.ANTI, vertical.ANTI_WIDTH, s0, up, mid, same, side0, s1,
+                                              same, low, mid, side1)
                 if count and fused:
                     down = np.uint32(down + cuda.popc(s0) + cuda.popc(s1))
                     if counted_bonds:
@@ -790,16 +800,20 @@ def cuda_runner(kind: str):
                 row_other = row_low
             row_mine = np.uint32(row_mine + S32 + S32)
             # (a word finished at once, with no room to set it aside, is counted at once)
-            flip, n_aside = set_aside(lat, aside, first, room, spare, n_aside, at0, undecided0, dE4_0, s0, table, seed,
-                                      key, hs, mine, group, below_mask, buf)
-            f0 |= flip
-            if count and fused and flip != 0:
-                d, a = finished_counts(flip, s0, dE4_0, counted_bonds)
+            flip0, n_aside, kept0 = set_aside(lat, aside, first, room, spare, n_aside, at0, undecided0, dE4_0, s0,
+                                              table, seed, key, hs, mine, group, below_mask, buf)
+            f0 |= flip0
+            if count and fused and flip0 != 0:
+                d, a = finished_counts(flip0, s0, dE4_0, counted_bonds)
                 down, anti = np.uint32(down + d), np.uint32(anti + a)
-            flip, n_aside = set_aside(lat, aside, first, room, spare, n_aside, at1, undecided1, dE4_1, s1, table, seed,
-                                      key, hs, mine, group, below_mask, buf)
+            flip, n_aside, kept1 = set_aside(lat, aside, first, room, spare, n_aside, at1, undecided1, dE4_1, s1, table,
+                                             seed, key, hs, mine, group, below_mask, buf)
             f1 |= flip
-            if count and fused:
+            if count and sliced:
+                vertical.count_final(planes, c, f0, f1, flip0, flip, dE4_0, dE4_1,
+                            np.uint32(s0 & (undecided0 ^ _ALL_LANES)) if kept0 else np.uint32(s0 ^ flip0),
+                            np.uint32(s1 & (undecided1 ^ _ALL_LANES)) if kept1 else np.uint32(s1 ^ flip))
+            elif count and fused:
                 if flip != 0:
                     d, a = finished_counts(flip, s1, dE4_1, counted_bonds)
                     down, anti = np.uint32(down + d), np.uint32(anti + a)
@@ -822,11 +836,14 @@ def cuda_runner(kind: str):
                 f = np.uint32(finish_lanes(aside[e, 1], aside[e, 2], table, 0, seed, key, hs, np.uint32(at - mine),
                                            group))
                 lat[_index(at)] = np.uint32(aside[e, 3] ^ f)
-                if count and fused:
+                if count and sliced:
+                    vertical.count_final(planes, c, f, np.uint32(0), f, np.uint32(0), aside[e, 2], np.uint32(0),
+                                np.uint32((aside[e, 3] ^ f) & aside[e, 1]), np.uint32(0))
+                elif count and fused:
                     d, a = finished_counts(f, aside[e, 3], aside[e, 2], counted_bonds)
                     flips = np.uint32(flips + cuda.popc(f))
                     down, anti = np.uint32(down + d), np.uint32(anti + a)
-            if count and not fused:
+            if count and not fused and not sliced:
                 flips = np.uint32(flips + lane_count(f, buf))
         warp_barrier()  # the slots read before the warp sets words aside again
         return flips, down, anti
@@ -1017,7 +1034,7 @@ def cuda_runner(kind: str):
                     flips, down, anti = walk_column(lat, table, aside, np.uint32(warp * _WARP_ROOM), _WARP_ROOM, False,
                                                     c, j, y, K, j < S32, L32, S32, strips, True, mine, other, seed,
                                                     key, hs, group0 + g0 + g, count, totals, sum_flips, sum_down,
-                                                    sum_anti, below_mask, buf)
+                                                    sum_anti, below_mask, buf, False, buf)
                     if totals:
                         sum_flips, sum_down, sum_anti = flips, down, anti
                     elif lanes and count and flips > 0:
@@ -1133,16 +1150,42 @@ def cuda_runner(kind: str):
                 for q in range(6):
                     bins[s, b, q] = sums[q]
 
+    @cuda.jit(device=True)
+    def flush(planes, buf):
+        """Every thread of the block: its lane's sums over its warp of the vertical counters
+        ``(down, anti, flips)``, which are then zeroed."""
+        down = anti = flips = np.int32(0)
+        for i in range(vertical.DOWN_WIDTH):
+            down += np.int32(lane_count(planes[vertical.DOWN + i], buf)) << i
+        for i in range(vertical.ANTI_WIDTH):
+            anti += np.int32(lane_count(planes[vertical.ANTI + i], buf)) << i
+        for i in range(vertical.FLIPS_WIDTH):
+            flips += np.int32(lane_count(planes[vertical.FLIPS + i], buf)) << i
+        for i in range(vertical.PLANES):
+            planes[i] = np.uint32(0)
+        return down, anti, flips
+
+    @cuda.jit(device=True)
+    def bin_end(b, n_bins, n_measurements):
+        """The first measurement past bin ``b`` (see metropolis.bin_of)."""
+        return ((b + 1) * n_measurements + n_bins - 1) // n_bins
+
     @cached
     @cuda.jit(**kernel_options("ising_resident"))
-    def resident(lattice, thr, group0, seed, key, L, S, rows, therm, sweeps, every, n_systems, bins, series,
+    def resident(lattice, thr, group0, seed, key, L, S, rows, chunk, therm, sweeps, every, n_systems, bins, series,
                  first_sweep, stop_sweep, i0):
-        # One block per group of 32 lattices, kept in shared memory for the whole run.
+        # One block per group of 32 lattices, kept in shared memory for the whole run. A measured
+        # sweep counts as it goes (walk_column's vertical counters, flushed after ``chunk``
+        # walks and at its end: vertical.FLUSH_LIMIT); the first warp then records the 32
+        # lattices' measurements into their bins' sums, kept in shared memory while a bin lasts
+        # (added in the order metropolis.record adds them: the same sums).
         sh = cuda.shared.array(0, dtype=numba.uint32)
         tally = cuda.shared.array((_COUNTS, 32), dtype=numba.int32)
+        sums = cuda.shared.array((32, 6), dtype=numba.float64)
         buf = cuda.shared.array(buf_size, dtype=numba.uint32)
         planes = cuda.shared.array(stride, dtype=numba.uint32)
         aside = cuda.shared.array((_SET_ASIDE, 4), dtype=numba.uint32)
+        counters = cuda.local.array(_COUNTER_PLANES, dtype=numba.uint32)
         thr, bins, series = view(thr), view(bins), view(series)
         g = cuda.blockIdx.x
         tid = cuda.threadIdx.x
@@ -1151,17 +1194,18 @@ def cuda_runner(kind: str):
         load_thresholds(planes, thr, g, g + 1)
         for i in range(tid, 2 * words, nt):
             sh[i] = lattice[g * 2 * words + i]
+        for i in range(vertical.PLANES):
+            counters[i] = np.uint32(0)
+        n_measurements = sweeps // every
+        n_bins = bins.shape[1]
+        s = g * 32 + tid  # the lattice whose measurements thread tid < 32 records
+        recording = tid < 32 and s < n_systems
+        b, b_end = -1, i0
         if tid < 32:
             for q in range(_COUNTS):
                 tally[q, tid] = 0
         cuda.syncthreads()
-        rounds = (words + nt - 1) // nt
-        n_measurements = sweeps // every
         i_meas = i0
-        # The measurement: item k = r nt + tid is word (y, j) = divmod(k, S); from one round
-        # to the next (y, j) moves by divmod(nt, S), no division per word.
-        y0, j0 = np.uint32(tid // S), np.uint32(tid % S)
-        dy, dj = np.uint32(nt // S), np.uint32(nt % S)
         # The update: the colour's pieces (``rows`` rows of up to 32 words: a column of words,
         # or a whole row of S < 32 words) dealt out to the warps in turns, ``32 // width`` pieces
         # side by side per warp (walk_column); every warp takes the same number of turns.
@@ -1181,7 +1225,8 @@ def cuda_runner(kind: str):
         next_measured = therm + (i0 + 1) * every - 1  # the sweeps measured: therm + k every - 1, k = 1, 2, ...
         for t in range(first_sweep, stop_sweep):
             measured = t == next_measured
-            flips = 0
+            down = anti = flips = np.int32(0)
+            walked = 0
             for c in range(2):
                 hs = np.uint32(2 * t + c)
                 mine, other = np.uint32(np.uint32(c) * L32 * S32), np.uint32(np.uint32(1 - c) * L32 * S32)
@@ -1190,39 +1235,43 @@ def cuda_runner(kind: str):
                     band, column = divide(piece, by_columns)
                     j = np.uint32(column * np.uint32(32) + word)
                     live = piece < pieces and j < S32 and mine_in_warp < side_by_side
-                    flips += walk_column(sh, planes, aside, first, room, True, c, j, np.uint32(band * np.uint32(rows)),
-                                         rows, live, L32, S32, False, False, mine, other, seed, key, hs, group0 + g,
-                                         measured, False, 0, 0, 0, below_mask, buf)[0]
+                    walk_column(sh, planes, aside, first, room, True, c, j, np.uint32(band * np.uint32(rows)), rows,
+                                live, L32, S32, False, False, mine, other, seed, key, hs, group0 + g, measured, False,
+                                0, 0, 0, below_mask, buf, True, counters)
+                    walked += 1
+                    if measured and (walked == chunk or (c == 1 and turn == turns - 1)):
+                        d, a, f = flush(counters, buf)
+                        down, anti, flips = down + d, anti + a, flips + f
+                        walked = 0
                 cuda.syncthreads()  # the colour's words written before the other colour reads them
             if measured:
-                down = 0
-                anti = 0
-                y, j = y0, j0
-                for _ in range(rounds):
-                    ones = twos = fours = black = white = np.uint32(0)
-                    if y < np.uint32(L):
-                        ones, twos, fours = metropolis.anti_aligned(sh, 0, y, j, L, S, False)
-                        k = np.uint32(y * np.uint32(S) + j)
-                        black = sh[k]
-                        white = sh[words + k]
-                    anti += lane_count(ones, buf) + 2 * lane_count(twos, buf) + 4 * lane_count(fours, buf)
-                    down += lane_count(black ^ white, buf) + 2 * lane_count(black & white, buf)
-                    y, j = next_item(y, j, dy, dj, S)
-                cuda.atomic.add(tally, (0, lane), np.int32(down))
-                cuda.atomic.add(tally, (1, lane), np.int32(anti))
-                cuda.atomic.add(tally, (2, lane), np.int32(flips))
+                cuda.atomic.add(tally, (0, lane), down)
+                cuda.atomic.add(tally, (1, lane), anti)
+                cuda.atomic.add(tally, (2, lane), flips)
                 cuda.syncthreads()
-                s = g * 32 + tid
-                if tid < 32 and s < n_systems:
-                    metropolis.record(bins, series, s, i_meas, n_measurements, L * L, tally[0, tid], tally[1, tid],
-                                      tally[2, tid])
-                cuda.syncthreads()
-                if tid < 32:
+                if recording:
+                    if i_meas >= b_end:  # a new bin: keep the last one's sums, take this one's
+                        if b >= 0:
+                            for q in range(6):
+                                bins[s, b, q] = sums[tid, q]
+                        b = metropolis.bin_of(i_meas, n_bins, n_measurements)
+                        b_end = bin_end(b, n_bins, n_measurements)
+                        for q in range(6):
+                            sums[tid, q] = bins[s, b, q]
+                    e, m, acceptance = metropolis.measurement(L * L, tally[0, tid], tally[1, tid], tally[2, tid])
+                    metropolis.add_to_bin(sums[tid], e, m, acceptance)
+                    if series.shape[1] > 0:
+                        series[s, i_meas, 0] = e
+                        series[s, i_meas, 1] = m
+                if tid < 32:  # (the next adds to the tally come after the next sweep's barriers)
                     for q in range(_COUNTS):
                         tally[q, tid] = 0
-                cuda.syncthreads()
                 i_meas += 1
                 next_measured += every
+        if recording and b >= 0:
+            for q in range(6):
+                bins[s, b, q] = sums[tid, q]
+        cuda.syncthreads()
         for i in range(tid, 2 * words, nt):
             lattice[g * 2 * words + i] = sh[i]
 
@@ -1250,12 +1299,13 @@ def cuda_runner(kind: str):
                 initial[-(-lattice.size // 256), 256, stream](d_lattice, hot, 2 * L * S, group0, seed,
                                                               np.uint32(keys[1]))
             if in_place:
-                args = [d_lattice, d_thr, group0, seed, key, L, S, 2, therm, sweeps, every, n_systems, d_bins, d_series,
-                        np.int64(first), np.int64(stop), np.int64(i0)]
+                args = [d_lattice, d_thr, group0, seed, key, L, S, 2, 1, therm, sweeps, every, n_systems, d_bins,
+                        d_series, np.int64(first), np.int64(stop), np.int64(i0)]
                 most = 1024 if sim else compiled(resident, *args).max_threads_per_block
                 sms = 1 if sim else cuda.get_current_device().MULTIPROCESSOR_COUNT
                 threads = min(resident_threads(n_groups, sms, most), -(-(L * S) // 32) * 32)
                 args[7] = resident_rows(L, S, threads)
+                args[8] = flush_every(args[7])
                 resident[n_groups, threads, stream, 8 * L * S](*args)
             else:
                 sweep = sweeper(stream, d_lattice, d_thr, d_counts, n_groups, L, S, strips, seed, key, group0, schedule)

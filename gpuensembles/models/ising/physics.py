@@ -47,6 +47,7 @@ give identical configurations).
 import numpy as np
 
 from ...core.rng import jit, philox4x32
+from .vertical import sum_of_four
 
 ALL_ONES = np.uint32(0xFFFFFFFF)
 # Array indices are cast to uint64: numba then skips its negative-index wraparound code,
@@ -427,15 +428,7 @@ def update_quad_words(words, base, tbase, c, y, q, L, Q, thr, seed, key, half_sw
 def anti_aligned(lat, base, y, j, L, S, strips):
     """Bit planes ``(ones, twos, fours)`` of the number of anti-aligned neighbours of black word ``(y, j)``."""
     _, _, x0, x1, x2, x3 = _word_and_neighbours(lat, base, _BLACK, y, j, L, S, strips)
-    a = np.uint32(x0 ^ x1)
-    c = np.uint32(x2 ^ x3)
-    carry_a = np.uint32(x0 & x1)
-    carry_c = np.uint32(x2 & x3)
-    ones = np.uint32(a ^ c)
-    carry = np.uint32(a & c)
-    twos = np.uint32(carry_a ^ carry_c ^ carry)  # at most two of the three carries are set
-    fours = np.uint32(carry_a & carry_c)
-    return ones, twos, fours
+    return sum_of_four(x0, x1, x2, x3)
 
 
 @jit
