@@ -1235,14 +1235,20 @@ def cuda_runner(kind: str):
                     band, column = divide(piece, by_columns)
                     j = np.uint32(column * np.uint32(32) + word)
                     live = piece < pieces and j < S32 and mine_in_warp < side_by_side
-                    walk_column(sh, planes, aside, first, room, True, c, j, np.uint32(band * np.uint32(rows)), rows,
-                                live, L32, S32, False, False, mine, other, seed, key, hs, group0 + g, measured, False,
-                                0, 0, 0, below_mask, buf, True, counters)
-                    walked += 1
-                    if measured and (walked == chunk or (c == 1 and turn == turns - 1)):
-                        d, a, f = flush(counters, buf)
-                        down, anti, flips = down + d, anti + a, flips + f
-                        walked = 0
+                    y = np.uint32(band * np.uint32(rows))
+                    if measured:  # (two copies of the walk: one that counts, one with no counting in it)
+                        walk_column(sh, planes, aside, first, room, True, c, j, y, rows, live, L32, S32, False, False,
+                                    mine, other, seed, key, hs, group0 + g, True, False, 0, 0, 0, below_mask, buf, True,
+                                    counters)
+                        walked += 1
+                        if walked == chunk or (c == 1 and turn == turns - 1):
+                            d, a, f = flush(counters, buf)
+                            down, anti, flips = down + d, anti + a, flips + f
+                            walked = 0
+                    else:
+                        walk_column(sh, planes, aside, first, room, True, c, j, y, rows, live, L32, S32, False, False,
+                                    mine, other, seed, key, hs, group0 + g, False, False, 0, 0, 0, below_mask, buf,
+                                    False, counters)
                 cuda.syncthreads()  # the colour's words written before the other colour reads them
             if measured:
                 cuda.atomic.add(tally, (0, lane), down)
