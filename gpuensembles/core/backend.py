@@ -207,6 +207,28 @@ def device_fence():
     return fence
 
 
+@functools.cache
+def device_byte_perm():
+    """A device function ``byte_perm(x, y, selector)``: PTX's ``prmt.b32`` (CUDA's
+    ``__byte_perm``), byte ``i`` of the result is byte ``selector >> 4 i & 7`` of the eight bytes
+    of ``y:x``, as uint32. One instruction where shifts and masks take four.
+
+    Returns
+    -------
+    callable
+        ``byte_perm(x, y, selector)``, to call from CUDA device functions (not under the simulator).
+    """
+    cuda = cuda_module()
+    from numba.cuda import libdevice
+
+    @cuda.jit(device=True)
+    def byte_perm(x, y, selector):
+        """The bytes of ``y:x`` that ``selector`` picks (uint32)."""
+        return numba.uint32(libdevice.byte_perm(numba.int32(x), numba.int32(y), numba.int32(selector)))
+
+    return byte_perm
+
+
 def simulating_cuda() -> bool:
     """True when numba's CUDA simulator is on (``NUMBA_ENABLE_CUDASIM=1``)."""
     return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") == "1"

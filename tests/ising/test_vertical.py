@@ -68,3 +68,26 @@ def test_the_counters_hold_what_a_flush_allows():
             <= vertical.ANTI and vertical.ANTI + vertical.ANTI_WIDTH == vertical.PLANES)
     assert vertical.FLUSH_LIMIT < 1 << vertical.DOWN_WIDTH
     assert 4 * vertical.FLUSH_LIMIT < 1 << vertical.ANTI_WIDTH
+
+
+def byte_perm(x, y, selector):
+    """PTX prmt.b32 (default mode): byte i of the result is byte ``selector >> 4 i & 7`` of ``y:x``."""
+    both = (int(y) << 32) | int(x)
+    return sum(((both >> 8 * ((selector >> 4 * i) & 7)) & 0xFF) << 8 * i for i in range(4))
+
+
+def test_the_warp_transpose_steps_give_each_lane_its_column():
+    # lane_count's exchanges on a GPU, emulated over 32 lanes: after them lane l holds bit l of
+    # every lane's word, so its popc is the count of lattice l
+    from gpuensembles.models.ising import kernels
+
+    rng = np.random.default_rng(6)
+    w = [int(x) for x in words(rng, 32)]
+    for j, below, above in kernels._BYTE_EXCHANGES:
+        w = [byte_perm(w[lane], w[lane ^ j], above if lane & j else below) for lane in range(32)]
+    for j, mask in kernels._TRANSPOSE:
+        w = [(w[lane] & ~mask & 0xFFFFFFFF) | ((w[lane ^ j] >> j) & mask) if lane & j else
+             (w[lane] & mask) | ((w[lane ^ j] & mask) << j) for lane in range(32)]
+    columns = [[(int(x) >> lane) & 1 for x in words(np.random.default_rng(6), 32)] for lane in range(32)]
+    assert [bin(x).count("1") for x in w] == [sum(c) for c in columns]
+    assert w == [sum(bit << k for k, bit in enumerate(c)) for c in columns]  # the transpose itself

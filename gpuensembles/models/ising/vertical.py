@@ -81,10 +81,10 @@ def lane_value(planes, at, width, lane):
 # The resident Ising kernel's counters of a measured sweep (per thread, per lane = lattice):
 # where they start in ``planes`` and their widths. A thread flushes them (transposes them
 # across its warp) before a lane can pass ``2**width - 1``: see ``FLUSH_LIMIT``.
-FLIPS, FLIPS_WIDTH = 0, 6
-DOWN, DOWN_WIDTH = 6, 6
-ANTI, ANTI_WIDTH = 12, 8
-PLANES = 20
+FLIPS, FLIPS_WIDTH = 0, 5
+DOWN, DOWN_WIDTH = 5, 5
+ANTI, ANTI_WIDTH = 10, 7
+PLANES = 17
 #: Most a lane of ``FLIPS`` or ``DOWN`` may hold between flushes (``ANTI`` holds 4 times as much).
 FLUSH_LIMIT = (1 << FLIPS_WIDTH) - 1
 
