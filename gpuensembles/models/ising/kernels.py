@@ -1188,7 +1188,8 @@ def cuda_runner(kind: str):
                  first_sweep, stop_sweep, i0):
         # One block per group of 32 lattices, kept in shared memory for the whole run. A measured
         # sweep counts as it goes (walk_column's vertical counters, flushed after ``chunk``
-        # walks and at its end: vertical.FLUSH_LIMIT); the first warp then records the 32
+        # walks and at its end: vertical.FLUSH_LIMIT, then added to the tally before the colour's
+        # barrier: a third barrier a sweep cost 15-20 %); the first warp then records the 32
         # lattices' measurements into their bins' sums, kept in shared memory while a bin lasts
         # (added in the order metropolis.record adds them: the same sums).
         sh = cuda.shared.array(0, dtype=numba.uint32)
@@ -1253,20 +1254,21 @@ def cuda_runner(kind: str):
                                     mine, other, seed, key, hs, group0 + g, True, False, 0, 0, 0, below_mask, buf, True,
                                     counters)
                         walked += 1
-                        if walked == chunk or (c == 1 and turn == turns - 1):
+                        last = c == 1 and turn == turns - 1
+                        if walked == chunk or last:
                             d, a, f = flush(counters, buf)
                             down, anti, flips = down + d, anti + a, flips + f
                             walked = 0
+                        if last:  # (read after the colour's barrier below: no barrier of their own)
+                            cuda.atomic.add(tally, (0, lane), down)
+                            cuda.atomic.add(tally, (1, lane), anti)
+                            cuda.atomic.add(tally, (2, lane), flips)
                     else:
                         walk_column(sh, planes, aside, first, room, True, c, j, y, rows, live, L32, S32, False, False,
                                     mine, other, seed, key, hs, group0 + g, False, False, 0, 0, 0, below_mask, buf,
                                     False, counters)
                 cuda.syncthreads()  # the colour's words written before the other colour reads them
             if measured:
-                cuda.atomic.add(tally, (0, lane), down)
-                cuda.atomic.add(tally, (1, lane), anti)
-                cuda.atomic.add(tally, (2, lane), flips)
-                cuda.syncthreads()
                 if recording:
                     if i_meas >= b_end:  # a new bin: keep the last one's sums, take this one's
                         if b >= 0:
@@ -1281,7 +1283,7 @@ def cuda_runner(kind: str):
                     if series.shape[1] > 0:
                         series[s, i_meas, 0] = e
                         series[s, i_meas, 1] = m
-                if tid < 32:  # (the next adds to the tally come after the next sweep's barriers)
+                if tid < 32:  # (the next adds to the tally come after the next sweep's first barrier)
                     for q in range(_COUNTS):
                         tally[q, tid] = 0
                 i_meas += 1
