@@ -28,6 +28,9 @@ from gpuensembles.core.templates import coupled, walks  # noqa: E402
 from gpuensembles.models.ising import kernels as lattices  # noqa: E402
 from gpuensembles.models.ising import run as ising_model  # noqa: E402
 from tests.round_case import run_round, trial_round  # noqa: E402
+from tests.simulator_fixes import lock_shared_allocations  # noqa: E402
+
+lock_shared_allocations()  # (the simulator's shared arrays are not shared in a race: see simulator_fixes)
 
 cuda = _backend.cuda_module()
 CASES = json.loads(sys.argv[1])

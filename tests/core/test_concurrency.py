@@ -18,9 +18,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 SCRIPT = textwrap.dedent("""
-    import json, sys, threading
+    import json, os, sys, threading
     import numpy as np
     import gpuensembles as ge
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        from tests.simulator_fixes import lock_shared_allocations
+        lock_shared_allocations()
 
     run = {run}
     results, errors = {{}}, []
