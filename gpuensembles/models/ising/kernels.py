@@ -823,8 +823,8 @@ def cuda_runner(kind: str):
             f1 |= flip
             if count and sliced:
                 vertical.count_final(planes, c, f0, f1, flip0, flip, dE4_0, dE4_1,
-                            np.uint32(s0 & (undecided0 ^ _ALL_LANES)) if kept0 else np.uint32(s0 ^ flip0),
-                            np.uint32(s1 & (undecided1 ^ _ALL_LANES)) if kept1 else np.uint32(s1 ^ flip))
+                                     np.uint32(s0 & (undecided0 ^ _ALL_LANES)) if kept0 else np.uint32(s0 ^ flip0),
+                                     np.uint32(s1 & (undecided1 ^ _ALL_LANES)) if kept1 else np.uint32(s1 ^ flip))
             elif count and fused:
                 if flip != 0:
                     d, a = finished_counts(flip, s1, dE4_1, counted_bonds)
@@ -850,7 +850,7 @@ def cuda_runner(kind: str):
                 lat[_index(at)] = np.uint32(aside[e, 3] ^ f)
                 if count and sliced:
                     vertical.count_final(planes, c, f, np.uint32(0), f, np.uint32(0), aside[e, 2], np.uint32(0),
-                                np.uint32((aside[e, 3] ^ f) & aside[e, 1]), np.uint32(0))
+                                         np.uint32((aside[e, 3] ^ f) & aside[e, 1]), np.uint32(0))
                 elif count and fused:
                     d, a = finished_counts(f, aside[e, 3], aside[e, 2], counted_bonds)
                     flips = np.uint32(flips + cuda.popc(f))
@@ -1189,7 +1189,7 @@ def cuda_runner(kind: str):
         # One block per group of 32 lattices, kept in shared memory for the whole run. A measured
         # sweep counts as it goes (walk_column's vertical counters, flushed after ``chunk``
         # walks and at its end: vertical.FLUSH_LIMIT, then added to the tally before the colour's
-        # barrier: a third barrier a sweep cost 15-20 %); the first warp then records the 32
+        # barrier, with no barrier of their own); the first warp then records the 32
         # lattices' measurements into their bins' sums, kept in shared memory while a bin lasts
         # (added in the order metropolis.record adds them: the same sums).
         sh = cuda.shared.array(0, dtype=numba.uint32)
