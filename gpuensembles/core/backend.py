@@ -209,9 +209,10 @@ def device_fence():
 
 @functools.cache
 def device_byte_perm():
-    """A device function ``byte_perm(x, y, selector)``: PTX's ``prmt.b32`` (CUDA's
-    ``__byte_perm``), byte ``i`` of the result is byte ``selector >> 4 i & 7`` of the eight bytes
-    of ``y:x``, as uint32. One instruction where shifts and masks take four.
+    """A device function ``byte_perm(x, y, selector)``: PTX's ``prmt.b32``.
+
+    As CUDA's ``__byte_perm``: byte ``i`` of the result is byte ``selector >> 4 i & 7`` of the
+    eight bytes of ``y:x``, as uint32. One instruction where shifts and masks take four.
 
     Returns
     -------

@@ -32,8 +32,11 @@ def sum_of_four(x0, x1, x2, x3):
 
 @jit
 def add_number(planes, at, width, q0, q1, q2, q3):
-    """Add, in every lane, the number with bit planes ``q0 .. q3`` to the counter of ``width``
-    planes from ``planes[at]`` (modulo ``2**width``; ripple carry, two to five operations a plane)."""
+    """Add the number with bit planes ``q0 .. q3`` to a counter, in every lane.
+
+    The counter is the ``width`` planes from ``planes[at]`` (modulo ``2**width``; ripple carry,
+    two to five operations a plane).
+    """
     carry = np.uint32(0)
     for i in range(width):
         if i == 0:
@@ -54,8 +57,11 @@ def add_number(planes, at, width, q0, q1, q2, q3):
 
 @jit
 def add_anti_aligned(planes, at, width, s0, n00, n01, n02, n03, s1, n10, n11, n12, n13):
-    """Add the anti-aligned bonds of words ``s0`` and ``s1`` to their four neighbour words
-    each (0 to 8 a lane) to the counter of ``width`` planes from ``planes[at]``."""
+    """Add the anti-aligned bonds of two words to a counter, in every lane.
+
+    The bonds of words ``s0`` and ``s1`` to their four neighbour words each (0 to 8 a lane)
+    go to the counter of ``width`` planes from ``planes[at]``.
+    """
     a0, a1, a2 = sum_of_four(np.uint32(s0 ^ n00), np.uint32(s0 ^ n01), np.uint32(s0 ^ n02), np.uint32(s0 ^ n03))
     b0, b1, b2 = sum_of_four(np.uint32(s1 ^ n10), np.uint32(s1 ^ n11), np.uint32(s1 ^ n12), np.uint32(s1 ^ n13))
     q0 = np.uint32(a0 ^ b0)
@@ -91,11 +97,14 @@ FLUSH_LIMIT = (1 << FLIPS_WIDTH) - 1
 
 @jit
 def count_final(planes, c, f0, f1, late0, late1, dE4_0, dE4_1, d0, d1):
-    """Add to the counters in ``planes`` the flips ``f0``, ``f1`` and final down spins ``d0``,
-    ``d1`` of two words of colour ``c``; in colour 1, also the anti-aligned bonds its lanes
-    ``late0``, ``late1`` gained by flipping after the bonds of their words were counted (lanes
-    left undecided at the head: at dE = 4 (lanes of ``dE4_0``, ``dE4_1``) one bond became
-    three, at dE = 8 none became four)."""
+    """Add two words' flips, down spins and late bonds to the resident kernel's counters.
+
+    The flips ``f0``, ``f1`` and final down spins ``d0``, ``d1`` of two words of colour ``c``
+    go to ``FLIPS`` and ``DOWN``; in colour 1, also the anti-aligned bonds its lanes ``late0``,
+    ``late1`` gained by flipping after the bonds of their words were counted (lanes left
+    undecided at the head: at dE = 4 (lanes of ``dE4_0``, ``dE4_1``) one bond became three, at
+    dE = 8 none became four) go to ``ANTI``.
+    """
     add_number(planes, FLIPS, FLIPS_WIDTH, np.uint32(f0 ^ f1), np.uint32(f0 & f1), 0, 0)
     add_number(planes, DOWN, DOWN_WIDTH, np.uint32(d0 ^ d1), np.uint32(d0 & d1), 0, 0)
     if c == 1 and (late0 | late1) != 0:
