@@ -14,7 +14,8 @@ def bits(word):
 
 
 def counts(planes, at, width):
-    return np.array([vertical.lane_value(planes, at, width, lane) for lane in range(32)])
+    """The 32 lanes' counts of the counter of ``width`` planes from ``planes[at]``."""
+    return sum((bits(planes[at + i]) << i) for i in range(width))
 
 
 def words(rng, n):

@@ -75,15 +75,6 @@ def add_anti_aligned(planes, at, width, s0, n00, n01, n02, n03, s1, n10, n11, n1
     add_number(planes, at, width, q0, q1, q2, q3)
 
 
-@jit
-def lane_value(planes, at, width, lane):
-    """The count of lane ``lane`` in the counter of ``width`` planes from ``planes[at]`` (CPU tests)."""
-    n = 0
-    for i in range(width):
-        n += ((np.int64(planes[at + i]) >> lane) & 1) << i
-    return n
-
-
 # The resident Ising kernel's counters of a measured sweep (per thread, per lane = lattice):
 # where they start in ``planes`` and their widths. A thread flushes them (transposes them
 # across its warp) before a lane can pass ``2**width - 1``: see ``FLUSH_LIMIT``.
