@@ -3,27 +3,49 @@
 import numpy as np
 
 
+def _table(segments):
+    """The runner's segment tables and pool from ``(row, stream, pool, lo, hi, first_id, count)`` rows."""
+    counts = np.array([s[-1] for s in segments], dtype=np.int64)
+    sizes = np.array([len(s[2]) for s in segments], dtype=np.int64)
+    stop = np.cumsum(counts)
+    table = np.column_stack([stop - counts, stop, [s[0] for s in segments], [s[1] for s in segments],
+                             [s[5] for s in segments], np.cumsum(sizes) - sizes, sizes]).astype(np.int64)
+    windows = np.array([[s[3], s[4]] for s in segments], dtype=np.float64)
+    return table, windows, np.concatenate([np.asarray(s[2], dtype=np.float64) for s in segments])
+
+
+def _first(segments, m):
+    """The segments cut to their first ``m`` trials in all."""
+    cut, left = [], m
+    for s in segments:
+        if left > 0:
+            cut.append((*s[:-1], min(s[-1], left)))
+            left -= s[-1]
+    return cut
+
+
 def trial_round(backend, sizes=(12, 5, 24)):
     """Rounds of the rounds template on one runner: given starts and thermal ones, windows hit on both sides.
 
     Round ``k`` runs the first ``sizes[k]`` trials (a runner keeps its device arrays: the rounds shrink
     and grow them); a trial's result depends on its id alone, so a row is the same in every round.
+    Four segments over two parameter rows: thermal starts, given ones, and a pool of both that
+    trials take in turn (``j mod 2``), with ids that do not start at 0.
     """
     from gpuensembles.core.templates.rounds import trial_runner
     from gpuensembles.models.josephson import physics
 
     run = trial_runner(physics.trial_kernel("underdamped", "float64", "euler"), backend)
-    n = max(sizes)
     params = np.array([[1.0, 0.3, 0.5, 0.3, 0.01], [1.0, 1.0, 0.2, 0.5, 0.02]])
-    rows = np.arange(n) % 2
     # the underdamped coordinate is the energy above the well bottom: 0.17 and 0.42 at (1.2, 0.1)
-    starts = np.where(np.arange(n)[:, None] % 3 == 0, np.nan, np.array([[1.2, 0.1]]))
-    lo, hi = np.full(n, 0.1), np.full(n, 0.5)
-    streams, trials = rows.astype(np.uint32), np.arange(n, dtype=np.int64) + 2**40
+    thermal, given = [[np.nan, np.nan]], [[1.2, 0.1]]
+    segments = [(0, 0, thermal, 0.1, 0.5, 2**40, 5), (1, 1, given + thermal, 0.1, 0.5, 2**40 + 7, 8),
+                (0, 0, given, 0.1, 0.5, 2**40 + 100, 7), (1, 1, thermal, 0.1, 0.5, 2**40 + 5, 4)]
     rounds = []
     for m in sizes:
+        table, windows, pool = _table(_first(segments, m))
         steps, status, ends = np.empty(m, np.int64), np.empty(m, np.int8), np.empty((m, 3))
-        run(params, rows[:m], starts[:m], lo[:m], hi[:m], streams[:m], trials[:m], 7, 2000, steps, status, ends)
+        run(params, table, windows, pool, 7, 2000, steps, status, ends)
         rounds.append({"steps": steps.tolist(), "status": status.tolist(), "ends": ends.tolist()})
     return rounds
 
@@ -34,15 +56,13 @@ def run_round(backend):
     from gpuensembles.models.josephson import running_physics
 
     run = trial_runner(running_physics.run_trial_kernel("float64", "baoab"), backend)
-    n = 8
     params = np.array([[1.0, 0.3, 0.5, 0.09, 0.05], [1.0, 0.3, 0.3, 0.03, 0.05]])
-    rows = np.arange(n) % 2
-    bottom = np.arcsin(params[rows, 2])
+    bottom = np.arcsin(params[:, 2])
     # fast starts run on (the second row's well is below I_r ~ 0.37 and cold: they are retrapped later), slow ones
     # relax at once; start rows are (phi, v, wells advanced)
-    starts = np.column_stack([bottom, np.where(np.arange(n) < 4, 3.0, 0.2), np.ones(n)])
-    lo, hi = np.zeros(n), np.full(n, 4.0)
-    streams, trials = rows.astype(np.uint32), np.arange(n, dtype=np.int64) + 2**41
-    steps, status, ends = np.empty(n, np.int64), np.empty(n, np.int8), np.empty((n, 4))
-    run(params, rows, starts, lo, hi, streams, trials, 9, 20_000, steps, status, ends)
+    segments = [(row, row, [[bottom[row], v, 1.0]], 0.0, 4.0, 2**41 + 4 * k, 2)
+                for k, (row, v) in enumerate([(0, 3.0), (1, 3.0), (0, 0.2), (1, 0.2)])]
+    table, windows, pool = _table(segments)
+    steps, status, ends = np.empty(8, np.int64), np.empty(8, np.int8), np.empty((8, 4))
+    run(params, table, windows, pool, 9, 20_000, steps, status, ends)
     return {"steps": steps.tolist(), "status": status.tolist(), "ends": ends.tolist()}

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .templates.rounds import CENSORED, REACHED
+from .templates.rounds import CENSORED, REACHED, SEGMENT_COLUMNS
 
 #: Bits of a trial id that count trials within one round (the rest names the round).
 _INDEX_BITS = 36
@@ -93,22 +93,35 @@ class Rounds:
         """Start the step count of every point at zero."""
         self.steps = np.zeros(len(self.table), dtype=np.int64)
 
-    def __call__(self, points, starts, lo, hi, ids):
-        """Run trial ``j`` of point ``points[j]`` from ``starts[j]`` in ``(lo[j], hi[j])``.
+    def __call__(self, points, counts, pools, lo, hi, first_ids):
+        """Run one round, given as segments: ``counts[k]`` trials of point ``points[k]`` in ``(lo[k], hi[k])``.
 
-        Returns ``(steps, status, ends)``.
+        Trial ``j`` of segment ``k`` starts from row ``j mod len(pools[k])`` of the states
+        ``pools[k]`` (``width - 1`` columns) and has the trial id ``first_ids[k] + j``.
+
+        Returns
+        -------
+        tuple
+            ``(steps, status, ends)`` of the trials, segment after segment.
         """
-        n = len(points)
+        points, counts = np.asarray(points, dtype=np.int64), np.asarray(counts, dtype=np.int64)
+        sizes = np.array([len(pool) for pool in pools], dtype=np.int64)
+        if np.any((sizes == 0) & (counts > 0)):
+            raise ValueError("every segment with trials needs at least one start state in its pool")
+        stop = np.cumsum(counts)
+        n = int(stop[-1]) if stop.size else 0
         steps = np.empty(n, dtype=np.int64)
         status = np.empty(n, dtype=np.int8)
         ends = np.empty((n, self.width), dtype=np.float64)
         if n:
-            points = np.asarray(points, dtype=np.int64)
-            self.run(self.table, points, np.ascontiguousarray(starts, dtype=np.float64),
-                     np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64),
-                     self.streams[points], np.asarray(ids, dtype=np.int64), self.seed, self.max_steps,
-                     steps, status, ends)
-            np.add.at(self.steps, points, steps)
+            segments = np.empty((len(points), len(SEGMENT_COLUMNS)), dtype=np.int64)
+            segments[:] = np.column_stack([stop - counts, stop, points, self.streams[points],
+                                           np.asarray(first_ids, dtype=np.int64), np.cumsum(sizes) - sizes, sizes])
+            windows = np.column_stack([np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)])
+            pool = np.concatenate([np.asarray(p, dtype=np.float64).reshape(-1, self.width - 1) for p in pools])
+            self.run(self.table, segments, windows, pool, self.seed, self.max_steps, steps, status, ends)
+            ran = counts > 0
+            np.add.at(self.steps, points[ran], np.add.reduceat(steps, (stop - counts)[ran]))
         return steps, status, ends
 
 
@@ -140,12 +153,10 @@ def direct_rates(rounds: Rounds, lam_b, dt, realizations: int) -> tuple:
         the trials that passed (rows of ``ends[:, :-1]``, what a further round starts from).
     """
     n_points = len(rounds.table)
-    points = np.repeat(np.arange(n_points), realizations)
-    index = np.tile(np.arange(realizations), n_points)
-    starts = np.full((points.size, rounds.width - 1), np.nan)
-    steps, status, ends = rounds(points, starts, np.full(points.size, -np.inf), lam_b[points],
-                                 trial_id(DIRECT, 0, 0, index))
-    t = (steps * dt[points]).reshape(n_points, realizations)
+    thermal = np.full((1, rounds.width - 1), np.nan)
+    steps, status, ends = rounds(np.arange(n_points), np.full(n_points, realizations), [thermal] * n_points,
+                                 np.full(n_points, -np.inf), lam_b, np.full(n_points, trial_id(DIRECT, 0, 0, 0)))
+    t = (steps * dt[np.repeat(np.arange(n_points), realizations)]).reshape(n_points, realizations)
     d = (status == REACHED).reshape(n_points, realizations)
     total = t.sum(axis=1)
     rate = d.sum(axis=1) / total
@@ -392,15 +403,16 @@ def _flux(rounds, todo, lam_a, lam_0, lam_b, dt, settings, batch, tick):
     R, W, C = settings.replicas, settings.walkers, settings.cycles
     per_point = R * W
     points = np.repeat(todo, per_point)
-    index = np.tile(np.arange(per_point), len(todo))
     state = np.full((points.size, rounds.width - 1), np.nan)
     time = np.zeros(points.size)
     crossings = []
     for half in range(2 * (C + 1)):
         upward = half % 2 == 0
-        lo = np.full(points.size, -np.inf) if upward else lam_a[points]
-        hi = lam_0[points] if upward else lam_b[points]
-        steps, status, ends = rounds(points, state, lo, hi, trial_id(FLUX, half, batch, index))
+        lo = np.full(len(todo), -np.inf) if upward else lam_a[todo]
+        hi = lam_0[todo] if upward else lam_b[todo]
+        # each walker goes on from its own state: a point's pool is its walkers, one trial each
+        steps, status, ends = rounds(todo, np.full(len(todo), per_point), np.split(state, len(todo)), lo, hi,
+                                     np.full(len(todo), trial_id(FLUX, half, batch, 0)))
         tick()
         if np.any(status == CENSORED):
             raise RuntimeError("a flux trial ran out of steps; the basin boundaries are too far apart")
@@ -423,11 +435,9 @@ def _place(rounds, todo, live, configs, current, lam_a, lam_b, settings, stage, 
     b = lam_b[todo[live]]
     pooled = [np.concatenate(configs[i]) for i in live]
     alive = np.array([len(pool) > 0 for pool in pooled])  # every replica died out: the rate is 0, stop
-    points = np.repeat(todo[live][alive], n)
-    starts = [pool[np.arange(n) % len(pool)] for pool in pooled if len(pool)]
-    starts = np.concatenate(starts) if starts else np.zeros((0, rounds.width - 1))
-    _, _, ends = rounds(points, starts, lam_a[points], lam_b[points],
-                        trial_id(PILOT, stage, batch, np.arange(points.size) % n))
+    points = todo[live][alive]
+    _, _, ends = rounds(points, np.full(points.size, n), [pool for pool in pooled if len(pool)], lam_a[points],
+                        lam_b[points], np.full(points.size, trial_id(PILOT, stage, batch, 0)))
     nxt = b.copy()
     nxt[alive] = np.quantile(ends[:, -1].reshape(-1, n), 1.0 - settings.p_target, axis=1)
     gap = 1e-3 * (b - lam_a[todo[live]])
@@ -443,33 +453,30 @@ def _stage(rounds, todo, live, configs, nxt, lam_a, settings, stage, batch):
     the states at ``nxt`` (in trial order).
     """
     R = settings.replicas
-    pts, starts, his, ids, owners = [], [], [], [], []
-    for j, i in enumerate(live):
-        n = int(settings.trials[todo[i]])
-        for r in range(R):
-            pool = configs[i][r]
-            if len(pool) == 0:
-                continue
-            pts.append(np.full(n, todo[i]))
-            starts.append(pool[np.arange(n) % len(pool)])
-            his.append(np.full(n, nxt[j]))
-            ids.append(r * n + np.arange(n))
-            owners.append((j, r, n))
-    points = np.concatenate(pts) if pts else np.zeros(0, np.int64)
-    width = rounds.width - 1
-    steps, status, ends = rounds(points, np.concatenate(starts) if starts else np.zeros((0, width)),
-                                 lam_a[points], np.concatenate(his) if his else np.zeros(0),
-                                 trial_id(STAGE, stage, batch, np.concatenate(ids) if ids else np.zeros(0)))
+    owners = [(j, r, int(settings.trials[todo[i]])) for j, i in enumerate(live) for r in range(R)
+              if len(configs[i][r])]  # a replica that died out runs no trials
+    points = np.array([todo[live[j]] for j, _, _ in owners], dtype=np.int64)
+    steps, status, ends = rounds(points, [n for _, _, n in owners], [configs[live[j]][r] for j, r, _ in owners],
+                                 lam_a[points], [nxt[j] for j, _, _ in owners],
+                                 [trial_id(STAGE, stage, batch, r * n) for _, r, n in owners])
     if np.any(status == CENSORED):
         raise RuntimeError("a trial between interfaces ran out of steps")
     fractions, succeeded, fell = ([np.zeros(R) for _ in live] for _ in range(3))
-    offset = 0
-    for (j, r, n) in owners:
-        ok = status[offset:offset + n] == REACHED
-        taken = steps[offset:offset + n]
-        fractions[j][r] = ok.mean()
-        succeeded[j][r] = taken[ok].mean() if ok.any() else 0.0
-        fell[j][r] = taken[~ok].mean() if not ok.all() else 0.0
-        configs[live[j]][r] = ends[offset:offset + n][ok, :-1]
-        offset += n
+    if not owners:
+        return fractions, succeeded, fell
+    # per replica at once (a round holds tens of millions of trials): the sums of integer steps are exact,
+    # so the means are those of the trials' steps one by one
+    bounds = np.cumsum([0] + [n for _, _, n in owners])
+    won = np.flatnonzero(status == REACHED)
+    split = np.searchsorted(won, bounds)  # the successes of replica k are won[split[k]:split[k + 1]]
+    wins = np.diff(split)
+    summed = np.concatenate([[0], np.cumsum(steps[won])])
+    steps_won = summed[split[1:]] - summed[split[:-1]]
+    steps_all = np.add.reduceat(steps, bounds[:-1])
+    kept = np.split(ends[won, :-1], split[1:-1])
+    for (j, r, n), w, won, total, states in zip(owners, wins, steps_won, steps_all, kept):
+        fractions[j][r] = w / n
+        succeeded[j][r] = won / w if w else 0.0
+        fell[j][r] = (total - won) / (n - w) if w < n else 0.0
+        configs[live[j]][r] = states
     return fractions, succeeded, fell

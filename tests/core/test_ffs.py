@@ -17,7 +17,9 @@ class ExponentialRounds(ffs.Rounds):
         super().__init__(run=None, table=np.zeros((n_points, 1)), streams=np.arange(n_points, dtype=np.uint32),
                          seed=0, width=2, max_steps=max_steps)
 
-    def __call__(self, points, starts, lo, hi, ids):
+    def __call__(self, points, counts, pools, lo, hi, first_ids):
+        ids = np.concatenate([first + np.arange(n) for first, n in zip(first_ids, counts)])
+        points = np.repeat(points, counts)
         u = np.array([np.random.default_rng(int(i)).random() for i in ids % 2**36 + 10**6 * np.asarray(points)])
         steps = np.ceil(-np.log1p(-u) / self.RATE).astype(np.int64)
         status = np.where(steps > self.max_steps, CENSORED, REACHED).astype(np.int8)

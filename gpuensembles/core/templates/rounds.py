@@ -8,9 +8,17 @@ states are taken from this round's end states. This template runs one round, on 
 (persistent threads take the next trial from an atomic counter, so a warp does not wait
 for its slowest lane) or on all CPU cores, from one scalar source.
 
+A round is given as *segments*, not trial by trial: segment ``k`` is ``count`` trials of one
+parameter row in one window ``(lo, hi)``, trial ``j`` of it starting from row
+``j mod pool_count`` of its own rows of the pool (the states it starts from) with trial id
+``first_id + j``. A round of forward flux sampling holds tens of millions of trials in a few
+hundred segments, so the host builds and copies a few arrays of segments and the pool instead
+of six arrays the length of the round (that had taken more time than the kernels: H100, the
+Li junction's rates to 1%).
+
 Every trial draws its random numbers from Philox with key ``(seed, stream)`` and counter
-``(draw, trial id)``; the caller gives each trial its own id, so a trial's path does not
-depend on how a round is split into launches or on the backend.
+``(draw, trial id)``, so a trial's path does not depend on how a round is split into
+launches or on the backend.
 """
 
 import functools
@@ -69,18 +77,50 @@ class TrialKernel:
     export: Callable
 
 
+#: Columns of a round's integer segment table (int64): trials ``begin`` to ``end`` (exclusive)
+#: of the round, their parameter row, Philox stream and first trial id, and their rows of the pool.
+SEGMENT_COLUMNS = ("begin", "end", "row", "stream", "first_id", "pool_first", "pool_count")
+BEGIN, END, ROW, STREAM, FIRST_ID, POOL_FIRST, POOL_COUNT = range(len(SEGMENT_COLUMNS))
+#: Columns of a round's float segment table: the window ``(lo, hi)``.
+LO, HI = range(2)
+
+
 @functools.cache
 def trial_runner(kernel: TrialKernel, backend: str):
     """Compile ``kernel`` for ``backend``; return its runner of one round.
 
-    ``run(params, rows, starts, lo, hi, streams, trials, seed, max_steps, steps, status, ends)``:
+    ``run(params, segments, windows, pool, seed, max_steps, steps, status, ends)``:
 
-    Trial ``i`` uses parameter row ``params[rows[i]]``, starts from ``starts[i]``, runs in
-    the window ``(lo[i], hi[i])`` with Philox stream ``streams[i]`` and trial id
-    ``trials[i]``, and leaves its step count in ``steps[i]``, its status in ``status[i]``
-    and its end state in ``ends[i]`` (all output arrays are filled in place).
+    ``segments`` (int64, one row per segment, columns `BEGIN` .. `POOL_COUNT`) and
+    ``windows`` (float64, columns `LO`, `HI`) describe the round; segments tile the trials
+    ``0 .. steps.size - 1`` in order, each with ``POOL_COUNT >= 1``. Trial ``i`` of segment
+    ``k`` (``j = i - BEGIN``) uses parameter row ``params[ROW]``, starts from row
+    ``POOL_FIRST + j mod POOL_COUNT`` of the float64 array ``pool``, runs in
+    ``(LO, HI)`` with Philox stream ``STREAM`` and trial id ``FIRST_ID + j``, and leaves its
+    step count in ``steps[i]``, its status in ``status[i]`` and its end state in ``ends[i]``
+    (all output arrays are filled in place).
     """
     return build_for(backend, kernel, _cpu_trials, _cuda_trials)
+
+
+@numba.njit
+def _segment_of(segments, i, k):
+    """The segment of trial ``i``, searched from segment ``k`` on (a thread's trials come in rising order)."""
+    while segments[k, END] <= i:
+        k += 1
+    return k
+
+
+@numba.njit
+def _pool_row(segments, k, i):
+    """The pool row that trial ``i`` of segment ``k`` starts from."""
+    return segments[k, POOL_FIRST] + (i - segments[k, BEGIN]) % segments[k, POOL_COUNT]
+
+
+@numba.njit
+def _trial_id(segments, k, i):
+    """The Philox trial id of trial ``i`` of segment ``k``."""
+    return segments[k, FIRST_ID] + (i - segments[k, BEGIN])
 
 
 def _cpu_trials(kernel):
@@ -88,25 +128,28 @@ def _cpu_trials(kernel):
 
     @cached
     @numba.njit(parallel=True)
-    def run_items(params, rows, starts, lo, hi, streams, trials, seed, max_steps, steps, status, ends, n_threads):
-        n = rows.shape[0]
+    def run_items(params, segments, windows, pool, seed, max_steps, steps, status, ends, n_threads):
+        n = steps.shape[0]
         # round-robin: trial lengths differ by orders of magnitude (a trial near an
         # interface ends at once, one in the basin may run long)
         for t in numba.prange(n_threads):
+            k = 0
             for i in range(t, n, n_threads):
-                coef = prepare(params[rows[i]])
-                state = start(coef, starts, i, seed, streams[i], trials[i])
+                k = _segment_of(segments, i, k)
+                stream, trial = np.uint32(segments[k, STREAM]), _trial_id(segments, k, i)
+                coef = prepare(params[segments[k, ROW]])
+                state = start(coef, pool, _pool_row(segments, k, i), seed, stream, trial)
                 code = RUNNING
                 while code == RUNNING:
-                    state, code = advance(state, coef, lo[i], hi[i], max_steps, seed, streams[i], trials[i])
+                    state, code = advance(state, coef, windows[k, LO], windows[k, HI], max_steps, seed, stream,
+                                          trial)
                 steps[i] = state[0]
                 status[i] = code
                 export(state, ends, i)
 
-    def run_cpu(params, rows, starts, lo, hi, streams, trials, seed, max_steps, steps, status, ends):
-        if rows.size:
-            run_items(params, rows, starts, lo, hi, streams, trials, seed, max_steps, steps, status, ends,
-                      numba.get_num_threads())
+    def run_cpu(params, segments, windows, pool, seed, max_steps, steps, status, ends):
+        if steps.size:
+            run_items(params, segments, windows, pool, seed, max_steps, steps, status, ends, numba.get_num_threads())
 
     run_cpu.kernel = run_items
     return run_cpu
@@ -163,30 +206,32 @@ def _cuda_trials(kernel):
 
     @cached
     @cuda.jit(fastmath=True)
-    def run_kernel(params, rows, starts, lo, hi, streams, trials, seed, max_steps, steps, status, ends, counter):
+    def run_kernel(params, segments, windows, pool, seed, max_steps, steps, status, ends, counter):
         # persistent threads: a lane whose trial ends takes the next from the counter
-        params = readable(params)
-        starts = readable(starts)
-        n = rows.shape[0]
+        params, segments, windows, pool = readable(params), readable(segments), readable(windows), readable(pool)
+        n = steps.shape[0]
         i = cuda.atomic.add(counter, 0, 1)
-        j = min(i, n - 1)
-        coef = prepare(params[rows[j]])
-        state = start(coef, starts, j, seed, streams[j], trials[j])
+        k = _segment_of(segments, min(i, n - 1), 0)
+        stream, trial = np.uint32(segments[k, STREAM]), _trial_id(segments, k, i)
+        coef = prepare(params[segments[k, ROW]])
+        state = start(coef, pool, _pool_row(segments, k, i), seed, stream, trial)
         while i < n:
-            state, code = advance(state, coef, lo[i], hi[i], max_steps, seed, streams[i], trials[i])
+            state, code = advance(state, coef, windows[k, LO], windows[k, HI], max_steps, seed, stream, trial)
             if code != RUNNING:
                 steps[i] = state[0]
                 status[i] = code
                 export(state, writable(ends), i)
                 i = cuda.atomic.add(counter, 0, 1)
                 if i < n:
-                    coef = prepare(params[rows[i]])
-                    state = start(coef, starts, i, seed, streams[i], trials[i])
+                    k = _segment_of(segments, i, k)
+                    stream, trial = np.uint32(segments[k, STREAM]), _trial_id(segments, k, i)
+                    coef = prepare(params[segments[k, ROW]])
+                    state = start(coef, pool, _pool_row(segments, k, i), seed, stream, trial)
 
     per_thread = threading.local()  # runners are cached per process: threads of a worker share them
 
-    def run_cuda(params, rows, starts, lo, hi, streams, trials, seed, max_steps, steps, status, ends):
-        n = rows.size
+    def run_cuda(params, segments, windows, pool, seed, max_steps, steps, status, ends):
+        n = steps.size
         if n == 0:
             return
         if simulated:
@@ -201,7 +246,7 @@ def _cuda_trials(kernel):
         run_stream = memory.stream()
         with out_of_memory_as_memory_error(f"a round of {n} trials"):
             device = [memory.copied(k, np.ascontiguousarray(a), run_stream)
-                      for k, a in enumerate((params, rows, starts, lo, hi, streams, trials, _ZERO))]
+                      for k, a in enumerate((params, segments, windows, pool, _ZERO))]
             d_steps, d_status, d_ends = (memory.array(f"out {k}", a.shape, dtype) for k, (a, dtype) in
                                          enumerate(((steps, np.int64), (status, np.int8), (ends, np.float64))))
         with launching("trials", run_stream):
