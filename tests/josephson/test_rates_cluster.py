@@ -64,16 +64,27 @@ def test_a_pass_on_a_cluster_simulates_each_point_once(eager, client, monkeypatc
     assert len(points) == remote.sizes["rate_gamma"] > 0
 
 
-def test_points_are_dealt_out_to_one_task_per_worker(eager, client):
+def test_points_go_to_tasks_without_inputs(eager, client):
     lazy = ge.escape_rates(gamma=GAMMA, **RATES)
     graph = lazy.rate.data.__dask_graph__()
     tasks = [key for key in dict(graph) if str(key[0]).startswith("_dealt_block")]
-    assert len(tasks) == len(client.nthreads()) == 2  # two workers (of two threads each): a task per GPU
+    # two workers: up to TASKS_PER_WORKER tasks each, here one per point
+    assert len(tasks) == min(GAMMA.size, rates.TASKS_PER_WORKER * len(client.nthreads())) == GAMMA.size
     depends = graph.get_all_dependencies()
     assert all(not depends[key] for key in tasks)  # nothing made elsewhere draws them to one worker
 
 
-def test_dealt_points_come_back_in_order(monkeypatch):
+def test_shares_balance_the_costs_costliest_first():
+    costs = np.array([1.0, 8.0, 2.0, 7.0, 3.0, 3.0, 4.0, 0.5])
+    shares = rates._shares(costs, 3)
+    assert sorted(np.concatenate(shares).tolist()) == list(range(costs.size))  # every point once
+    totals = [costs[s].sum() for s in shares]
+    assert totals == sorted(totals, reverse=True)
+    assert max(totals) - min(totals) <= 1.0  # 10.0, 9.5 and 9.0 (dealt in turn by index: 12.0, 11.5 and 5.0)
+    assert rates._shares(costs, 20) == [np.array([i]) for i in np.argsort(-costs, kind="stable")]
+
+
+def test_spread_points_come_back_in_order(monkeypatch):
     seen = []
 
     def block(index, plan, settings):
@@ -81,6 +92,7 @@ def test_dealt_points_come_back_in_order(monkeypatch):
         return np.repeat(index[:, None].astype(float), len(rates._VARIABLES), axis=1)
 
     monkeypatch.setattr(rates, "_block", block)
-    rows = rates._interleaved(None, (2, 5), None, tasks=3).compute(scheduler="sync")
+    costs = np.arange(10.0)
+    rows = rates._spread(None, (2, 5), None, costs, tasks=3).compute(scheduler="sync")
     np.testing.assert_array_equal(rows[..., 0], np.arange(10).reshape(2, 5))
-    assert sorted(seen) == [[0, 3, 6, 9], [1, 4, 7], [2, 5, 8]]
+    assert sorted(map(sorted, seen)) == sorted(map(sorted, (s.tolist() for s in rates._shares(costs, 3))))

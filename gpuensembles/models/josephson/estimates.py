@@ -244,12 +244,7 @@ FFS_TRIAL_RELAXATIONS = {"overdamped": 2.5, "underdamped": 2.4}
 @_quiet
 def rates_work(table, methods, rel_error, model, integrator, dtype, *, direct_realizations, ffs_trials,
                voltage=False) -> Work:
-    """Steps of ``escape_rates``, from each point's barrier and ``rel_error``.
-
-    Direct points run ``direct_realizations`` trials, each lasting the Mel'nikov-Meshkov
-    (underdamped) or Kramers (overdamped) mean escape time. Forward flux points run
-    ``ffs_trials(point)`` trials at each of their stages, each lasting
-    `FFS_TRIAL_RELAXATIONS` relaxation times of the well.
+    """Steps of ``escape_rates``, from each point's barrier and ``rel_error`` (:func:`rates_point_steps`).
 
     Parameters
     ----------
@@ -274,21 +269,41 @@ def rates_work(table, methods, rel_error, model, integrator, dtype, *, direct_re
     Work
         Integration steps of all points.
     """
-    from .fulton_dunkleberger import relaxation_rate
-
-    V0, damping, gamma, D, h = table.T
-    steps = 0.0
+    steps = float(np.sum(rates_point_steps(table, methods, model, direct_realizations=direct_realizations,
+                                           ffs_trials=ffs_trials, voltage=voltage)))
     direct = methods == "direct"
-    span, tail = 0.0, math.log(direct_realizations) + 0.5772  # the slowest of n exponential times, in means
-    for mean, h_row in zip(np.minimum(_mean_times(model, table[direct, :4]), 1e300), h[direct]):
-        steps += _count(direct_realizations) * mean / h_row
-        span = max(span, tail * mean / h_row)
-    if (~direct).any():
-        stages, trials = ffs_trials(table[~direct])
-        relax = 1.0 / np.array([float(relaxation_rate(g, V0=v, damping=d, model=model))
-                                for v, d, g in zip(V0[~direct], damping[~direct], gamma[~direct])])
-        steps += float(np.sum((stages + 3.0 * voltage) * trials * FFS_TRIAL_RELAXATIONS[model] * relax / h[~direct]))
+    tail = math.log(direct_realizations) + 0.5772  # the slowest of n exponential times, in means
+    means = np.minimum(_mean_times(model, table[direct, :4]), 1e300)
+    span = float(np.max(tail * means / table[direct, 4])) if direct.any() else 0.0
     return Work(steps, "steps", _kind(model, integrator, dtype, "rates"),
                 f"{int(direct.sum())} direct and {int((~direct).sum())} forward flux point(s) at rel_error {rel_error}",
                 CPU_STEPS_PER_THREAD * _speedup(model) / ROUNDS_SLOWDOWN, GPU_FFS_STEPS,
                 "a larger rel_error, fewer points or a GPU", span=span, thread_rates=_thread_rates(model))
+
+
+@_quiet
+def rates_point_steps(table, methods, model, *, direct_realizations, ffs_trials, voltage=False) -> np.ndarray:
+    """Expected integration steps of each ``escape_rates`` point.
+
+    Direct points run ``direct_realizations`` trials, each lasting the Mel'nikov-Meshkov
+    (underdamped) or Kramers (overdamped) mean escape time. Forward flux points run
+    ``ffs_trials(point)`` trials at each of their stages, each lasting
+    `FFS_TRIAL_RELAXATIONS` relaxation times of the well. Parameters as in :func:`rates_work`.
+
+    Returns
+    -------
+    numpy.ndarray
+        Steps per row of ``table`` (float64).
+    """
+    from .fulton_dunkleberger import relaxation_rate
+
+    V0, damping, gamma, D, h = table.T
+    steps = np.zeros(len(table))
+    direct = methods == "direct"
+    steps[direct] = _count(direct_realizations) * np.minimum(_mean_times(model, table[direct, :4]), 1e300) / h[direct]
+    if (~direct).any():
+        stages, trials = ffs_trials(table[~direct])
+        relax = 1.0 / np.array([float(relaxation_rate(g, V0=v, damping=d, model=model))
+                                for v, d, g in zip(V0[~direct], damping[~direct], gamma[~direct])])
+        steps[~direct] = (stages + 3.0 * voltage) * trials * FFS_TRIAL_RELAXATIONS[model] * relax / h[~direct]
+    return steps

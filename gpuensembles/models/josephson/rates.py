@@ -57,6 +57,9 @@ _VARIABLES = ("rate", "rate_stderr", "steps", "interfaces", "replicas", "run_pro
 RUN_FIRST_STAGE, RUN_MAX_STAGES = 512, 40
 #: Replicas of a run-probability chain (pools of escaped states).
 RUN_REPLICAS = 16
+#: Tasks per worker of a pass on a cluster (:func:`_spread`): four, so that a worker's two threads each
+#: take a further task when theirs ends and the costs the estimate misjudges even out.
+TASKS_PER_WORKER = 4
 #: The time unit of every rate (``units: "1"`` beside it).
 PER_TIME = f"per ({junction.TIME_UNIT})"
 
@@ -228,8 +231,12 @@ def expected_work(table, methods, rel_error, model, integrator, dtype, voltage=F
         barrier = theory.barrier(table[:, 2], table[:, 0]) / (table[:, 3] / table[:, 1])
         methods = np.where(barrier < AUTO_SWITCH_BARRIER, "direct", "ffs")
     return estimates.rates_work(table, methods, rel_error, model, integrator, dtype,
-                                direct_realizations=math.ceil(1.2 / rel_error**2),
-                                ffs_trials=functools.partial(_ffs_trials, rel_error), voltage=voltage)
+                                **_sizes(rel_error), voltage=voltage)
+
+
+def _sizes(rel_error) -> dict:
+    """The trials of a direct and of a forward-flux point at ``rel_error`` (for the estimates)."""
+    return dict(direct_realizations=math.ceil(1.2 / rel_error**2), ffs_trials=functools.partial(_ffs_trials, rel_error))
 
 
 def _physical(physical, damping, D, V0) -> dict:
@@ -424,14 +431,15 @@ def _max_steps(settings, table) -> int:
 def _lazy(plan, grid, chunks, settings):
     """One dask task per block of points (the rates of a point do not depend on the blocks).
 
-    Without ``chunks`` (an active client), the points are dealt out in turn to one task per
-    worker (:func:`_interleaved`): each GPU gets one batch of points, as an eager run gives it
-    all of them, with a share of the costly and the cheap ones (a task per worker thread would
-    split a GPU's points into two sets of smaller rounds sharing it).
+    Without ``chunks`` (an active client), the points go to `TASKS_PER_WORKER` tasks per
+    worker of about equal expected cost (:func:`_spread`).
     """
     da = engine.dask_array()
     if chunks is None:
-        return _interleaved(plan, grid, settings, engine.worker_count())
+        table = plan.table()
+        costs = estimates.rates_point_steps(table, settings["methods"], settings["model"],
+                                            **_sizes(settings["rel_error"]), voltage=settings["wells"] is not None)
+        return _spread(plan, grid, settings, costs, TASKS_PER_WORKER * engine.worker_count())
     sizes = dict(zip(plan.sweep_dims, grid))
     if not isinstance(chunks, dict):
         chunks = {d: engine.check_count("chunks", chunks) for d in plan.sweep_dims}
@@ -446,27 +454,42 @@ def _lazy(plan, grid, chunks, settings):
                          chunks=blocks + ((len(_VARIABLES),),))
 
 
-def _interleaved(plan, grid, settings, tasks: int):
-    """The points in ``tasks`` tasks, task ``t`` taking points ``t, t + tasks, ...``; rows back in order.
+def _spread(plan, grid, settings, costs, tasks: int):
+    """The points in ``tasks`` tasks of about equal total ``costs``; rows back in order.
 
-    Neighbouring biases cost alike (a barrier of 40 theta takes forward flux sampling, one of 2
-    theta a few direct trials), so dealing them out in turn balances the tasks.
+    The costs are the expected steps of each point (a barrier of 40 theta takes forward flux
+    sampling, one of 2 theta a few direct trials): the costliest point goes first, each to the
+    task with the least so far (longest processing time first), and the costliest task is the
+    first in the graph. The tasks are more than the workers, so that a worker that finishes
+    early takes another, and the two threads of a worker keep its GPU busy while each does its
+    rounds' host work. The points of a task share its rounds; which points share them changes
+    no number.
     """
     da = engine.dask_array()
-    n = math.prod(grid)
-    tasks = max(1, min(tasks, n))
-    dealt = np.concatenate([np.arange(t, n, tasks) for t in range(tasks)])
-    sizes = tuple(len(range(t, n, tasks)) for t in range(tasks))
+    shares = _shares(np.nan_to_num(costs, nan=0.0, posinf=1e300), tasks)
+    dealt = np.concatenate(shares)
     starting()
     # tasks without inputs: an input array's pieces, made on one worker, would draw the tasks there
-    rows = da.map_blocks(_dealt_block, plan, settings, n, tasks, dtype=np.float64,
-                         chunks=(sizes, (len(_VARIABLES),)), meta=np.empty((0, 0)))
+    rows = da.map_blocks(_dealt_block, plan, settings, shares, dtype=np.float64,
+                         chunks=(tuple(len(s) for s in shares), (len(_VARIABLES),)), meta=np.empty((0, 0)))
     return rows[np.argsort(dealt)].reshape(grid + (len(_VARIABLES),))
 
 
-def _dealt_block(plan, settings, n, tasks, block_id=None):
-    """Task ``t = block_id[0]`` of :func:`_interleaved`: points ``t, t + tasks, ... < n``."""
-    return _block(np.arange(block_id[0], n, tasks), plan, settings)
+def _shares(costs, tasks: int) -> list:
+    """Point indices in at most ``tasks`` groups of about equal total cost, costliest group first."""
+    tasks = max(1, min(tasks, len(costs)))
+    totals, groups = np.zeros(tasks), [[] for _ in range(tasks)]
+    for point in np.argsort(-costs, kind="stable"):
+        lightest = int(np.argmin(totals))
+        groups[lightest].append(point)
+        totals[lightest] += costs[point]
+    order = np.argsort(-totals, kind="stable")
+    return [np.sort(np.array(groups[t], dtype=np.int64)) for t in order]
+
+
+def _dealt_block(plan, settings, shares, block_id=None):
+    """Task ``block_id[0]`` of :func:`_spread`: the points of its share."""
+    return _block(shares[block_id[0]], plan, settings)
 
 
 def _points(plan, settings, start, stop):

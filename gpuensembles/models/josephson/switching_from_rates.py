@@ -7,6 +7,7 @@ The escape rate ``Gamma(gamma)`` is measured on an adaptive grid of biases by
 
 import functools
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -131,6 +132,13 @@ def run(*, h, realizations, damping, D, dgamma, V0, physical, gamma_start, gamma
     biases = _expected_biases(curve_of, expected, rel_error)
     work = expected_work(np.array([[V0, damping, g, D, h] for g in biases]).reshape(-1, 5), None, rel_error, model,
                          integrator, dtype, voltage=wells is not None)
+    retrapping = None
+    if wells is None and model == "underdamped":
+        # for the warning below: 0.6 s of orbit integrations, done while the passes run (on a cluster the
+        # client only waits for them)
+        side = ThreadPoolExecutor(1)
+        retrapping = side.submit(theory.retrapping_current, theory.quality_factor(V0, damping))
+        side.shutdown(wait=False)
     with engine.stored_run(store, "switching_currents", call, seed), estimate.timed(work, backend,
                                                                                       progress) as clock:
         curve = curve_of(rates)
@@ -161,12 +169,12 @@ def run(*, h, realizations, damping, D, dgamma, V0, physical, gamma_start, gamma
     shape = tuple(dgammas.shape) + (bias.size,)
     rate_coord = {"rate_gamma": xr.Variable("rate_gamma", curve.gamma, {
         "long_name": "bias I / I_c of the measured escape rates", "units": "1"})}
-    if wells is None and model == "underdamped":
-        Q = theory.quality_factor(V0, damping)
-        retrapping = theory.retrapping_current(Q)
+    if retrapping is not None:
+        retrapping = retrapping.result()
         below, _ = fd.fd_cdf([min(retrapping, gamma_end)], curve, gamma_dot, **ends)
         junction.warn_if_retrapped(xr.DataArray(below[:, 0].reshape(dgammas.shape), dims=sweep_dims, coords=coords),
-                                   retrapping, Q, "of the computed distribution", stacklevel=4)
+                                   retrapping, theory.quality_factor(V0, damping), "of the computed distribution",
+                                   stacklevel=4)
     data = {
         "switching_current": current.assign_attrs(
             long_name="switching current I_sw / I_c", units="1",
