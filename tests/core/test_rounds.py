@@ -1,0 +1,48 @@
+"""Rounds given as segments (core.ffs.Rounds over the rounds template, CPU): a trial is its start, window and id."""
+
+import numpy as np
+import pytest
+
+from gpuensembles.core import ffs
+from gpuensembles.core.templates.rounds import REACHED, RETURNED, trial_runner
+from gpuensembles.models.josephson import physics
+
+PARAMS = np.array([[1.0, 0.3, 0.5, 0.3, 0.01], [1.0, 1.0, 0.2, 0.5, 0.02]])
+
+
+def _rounds():
+    run = trial_runner(physics.trial_kernel("underdamped", "float64", "euler"), "cpu")
+    return ffs.Rounds(run, PARAMS, np.array([3, 8], dtype=np.uint32), seed=11, width=3, max_steps=2000)
+
+
+def test_a_segment_is_its_trials_one_by_one():
+    # two segments whose trials take their pools' rows in turn (j mod rows) and ids first + j; the same
+    # trials as one-trial segments each given its row and id, in any order, give the same results
+    pools = [np.array([[1.2, 0.1], [np.nan, np.nan], [1.0, -0.2]]), np.array([[np.nan, np.nan], [1.1, 0.3]])]
+    counts, lo, hi, first = [7, 4], [0.1, 0.05], [0.5, 0.6], [ffs.trial_id(ffs.STAGE, 2, 1, 40), 2**40 + 5]
+    whole = _rounds()
+    steps, status, ends = whole([0, 1], counts, pools, lo, hi, first)
+    single = [(p, pools[p][j % len(pools[p])], lo[p], hi[p], first[p] + j) for p in (0, 1) for j in range(counts[p])]
+    order = np.random.default_rng(0).permutation(len(single))
+    alone = _rounds()
+    parts = alone([single[k][0] for k in order], np.ones(len(order), np.int64), [single[k][1][None] for k in order],
+                  [single[k][2] for k in order], [single[k][3] for k in order], [single[k][4] for k in order])
+    back = np.argsort(order)
+    np.testing.assert_array_equal(parts[0][back], steps)
+    np.testing.assert_array_equal(parts[1][back], status)
+    np.testing.assert_array_equal(parts[2][back], ends)
+    assert {REACHED, RETURNED} <= set(status.tolist())  # both ends of the windows are met
+    # the steps each point spent, summed per segment
+    np.testing.assert_array_equal(whole.steps, [steps[:7].sum(), steps[7:].sum()])
+    np.testing.assert_array_equal(alone.steps, whole.steps)
+
+
+def test_empty_segments_run_nothing_and_an_empty_pool_is_refused():
+    rounds = _rounds()
+    steps, status, ends = rounds([0, 1, 0], [0, 3, 0], [np.zeros((0, 2)), np.array([[np.nan, np.nan]]),
+                                                        np.zeros((0, 2))], [0.1] * 3, [0.5] * 3, [0, 10, 20])
+    assert steps.shape == status.shape == (3,) and ends.shape == (3, 3)
+    np.testing.assert_array_equal(rounds.steps, [0, steps.sum()])
+    assert rounds([], [], [], [], [], [])[0].shape == (0,)
+    with pytest.raises(ValueError, match="at least one start state"):
+        rounds([0], [2], [np.zeros((0, 2))], [0.1], [0.5], [0])
