@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .templates.rounds import CENSORED, REACHED, SEGMENT_COLUMNS
+from .templates.rounds import CENSORED, REACHED
 
 #: Bits of a trial id that count trials within one round (the rest names the round).
 _INDEX_BITS = 36
@@ -114,9 +114,10 @@ class Rounds:
         status = np.empty(n, dtype=np.int8)
         ends = np.empty((n, self.width), dtype=np.float64)
         if n:
-            segments = np.empty((len(points), len(SEGMENT_COLUMNS)), dtype=np.int64)
-            segments[:] = np.column_stack([stop - counts, stop, points, self.streams[points],
-                                           np.asarray(first_ids, dtype=np.int64), np.cumsum(sizes) - sizes, sizes])
+            # the columns of templates.rounds.SEGMENT_COLUMNS
+            segments = np.column_stack([stop - counts, stop, points, self.streams[points],
+                                        np.asarray(first_ids, dtype=np.int64), np.cumsum(sizes) - sizes,
+                                        sizes]).astype(np.int64, copy=False)
             windows = np.column_stack([np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)])
             pool = np.concatenate([np.asarray(p, dtype=np.float64).reshape(-1, self.width - 1) for p in pools])
             self.run(self.table, segments, windows, pool, self.seed, self.max_steps, steps, status, ends)
