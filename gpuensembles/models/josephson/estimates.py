@@ -274,7 +274,7 @@ def rates_work(table, methods, rel_error, model, integrator, dtype, *, direct_re
     direct = methods == "direct"
     tail = math.log(direct_realizations) + 0.5772  # the slowest of n exponential times, in means
     means = np.minimum(_mean_times(model, table[direct, :4]), 1e300)
-    span = float(np.max(tail * means / table[direct, 4])) if direct.any() else 0.0
+    span = float(np.fmax.reduce(tail * means / table[direct, 4], initial=0.0))  # theory's NaNs say nothing
     return Work(steps, "steps", _kind(model, integrator, dtype, "rates"),
                 f"{int(direct.sum())} direct and {int((~direct).sum())} forward flux point(s) at rel_error {rel_error}",
                 CPU_STEPS_PER_THREAD * _speedup(model) / ROUNDS_SLOWDOWN, GPU_FFS_STEPS,
