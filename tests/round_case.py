@@ -3,17 +3,6 @@
 import numpy as np
 
 
-def _table(segments):
-    """The runner's segment tables and pool from ``(row, stream, pool, lo, hi, first_id, count)`` rows."""
-    counts = np.array([s[-1] for s in segments], dtype=np.int64)
-    sizes = np.array([len(s[2]) for s in segments], dtype=np.int64)
-    stop = np.cumsum(counts)
-    table = np.column_stack([stop - counts, stop, [s[0] for s in segments], [s[1] for s in segments],
-                             [s[5] for s in segments], np.cumsum(sizes) - sizes, sizes]).astype(np.int64)
-    windows = np.array([[s[3], s[4]] for s in segments], dtype=np.float64)
-    return table, windows, np.concatenate([np.asarray(s[2], dtype=np.float64) for s in segments])
-
-
 def _first(segments, m):
     """The segments cut to their first ``m`` trials in all."""
     cut, left = [], m
@@ -22,6 +11,16 @@ def _first(segments, m):
             cut.append((*s[:-1], min(s[-1], left)))
             left -= s[-1]
     return cut
+
+
+def _run(run, params, segments, seed, max_steps, width):
+    """One round of ``(row, pool, lo, hi, first_id, count)`` segments through ``core.ffs.Rounds`` (stream = row)."""
+    from gpuensembles.core.ffs import Rounds
+
+    rounds = Rounds(run, params, np.arange(len(params), dtype=np.uint32), seed, width, max_steps)
+    rows, pools, lo, hi, first_ids, counts = zip(*segments)
+    steps, status, ends = rounds(rows, counts, [np.asarray(pool, dtype=float) for pool in pools], lo, hi, first_ids)
+    return {"steps": steps.tolist(), "status": status.tolist(), "ends": ends.tolist()}
 
 
 def trial_round(backend, sizes=(12, 5, 24)):
@@ -39,15 +38,9 @@ def trial_round(backend, sizes=(12, 5, 24)):
     params = np.array([[1.0, 0.3, 0.5, 0.3, 0.01], [1.0, 1.0, 0.2, 0.5, 0.02]])
     # the underdamped coordinate is the energy above the well bottom: 0.17 and 0.42 at (1.2, 0.1)
     thermal, given = [[np.nan, np.nan]], [[1.2, 0.1]]
-    segments = [(0, 0, thermal, 0.1, 0.5, 2**40, 5), (1, 1, given + thermal, 0.1, 0.5, 2**40 + 7, 8),
-                (0, 0, given, 0.1, 0.5, 2**40 + 100, 7), (1, 1, thermal, 0.1, 0.5, 2**40 + 5, 4)]
-    rounds = []
-    for m in sizes:
-        table, windows, pool = _table(_first(segments, m))
-        steps, status, ends = np.empty(m, np.int64), np.empty(m, np.int8), np.empty((m, 3))
-        run(params, table, windows, pool, 7, 2000, steps, status, ends)
-        rounds.append({"steps": steps.tolist(), "status": status.tolist(), "ends": ends.tolist()})
-    return rounds
+    segments = [(0, thermal, 0.1, 0.5, 2**40, 5), (1, given + thermal, 0.1, 0.5, 2**40 + 7, 8),
+                (0, given, 0.1, 0.5, 2**40 + 100, 7), (1, thermal, 0.1, 0.5, 2**40 + 5, 4)]
+    return [_run(run, params, _first(segments, m), 7, 2000, 3) for m in sizes]
 
 
 def run_round(backend):
@@ -60,9 +53,6 @@ def run_round(backend):
     bottom = np.arcsin(params[:, 2])
     # fast starts run on (the second row's well is below I_r ~ 0.37 and cold: they are retrapped later), slow ones
     # relax at once; start rows are (phi, v, wells advanced)
-    segments = [(row, row, [[bottom[row], v, 1.0]], 0.0, 4.0, 2**41 + 4 * k, 2)
+    segments = [(row, [[bottom[row], v, 1.0]], 0.0, 4.0, 2**41 + 4 * k, 2)
                 for k, (row, v) in enumerate([(0, 3.0), (1, 3.0), (0, 0.2), (1, 0.2)])]
-    table, windows, pool = _table(segments)
-    steps, status, ends = np.empty(8, np.int64), np.empty(8, np.int8), np.empty((8, 4))
-    run(params, table, windows, pool, 9, 20_000, steps, status, ends)
-    return {"steps": steps.tolist(), "status": status.tolist(), "ends": ends.tolist()}
+    return _run(run, params, segments, 9, 20_000, 4)

@@ -157,7 +157,7 @@ def direct_rates(rounds: Rounds, lam_b, dt, realizations: int) -> tuple:
     thermal = np.full((1, rounds.width - 1), np.nan)
     steps, status, ends = rounds(np.arange(n_points), np.full(n_points, realizations), [thermal] * n_points,
                                  np.full(n_points, -np.inf), lam_b, np.full(n_points, trial_id(DIRECT, 0, 0, 0)))
-    t = (steps * dt[np.repeat(np.arange(n_points), realizations)]).reshape(n_points, realizations)
+    t = steps.reshape(n_points, realizations) * dt[:, None]
     d = (status == REACHED).reshape(n_points, realizations)
     total = t.sum(axis=1)
     rate = d.sum(axis=1) / total
