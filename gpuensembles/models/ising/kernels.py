@@ -1312,8 +1312,11 @@ def cuda_runner(kind: str):
             per_launch = measurements_per_launch(n_groups) if fused else 1
             if not in_place:
                 d_counts = cuda.to_device(np.zeros((per_launch, n_groups, 32, _COUNTS), dtype=np.int64))
-                d_totals = cuda.device_array((per_launch, n_systems, _COUNTS), dtype=np.int64)
-        stream = cuda.stream()
+                # two sets of totals: a launch's are recorded into bins on a side stream while the
+                # next launch sweeps (recording is sequential float64 work, ~0.5 us a measurement)
+                d_totals = [cuda.device_array((per_launch, n_systems, _COUNTS), dtype=np.int64) for _ in range(2)]
+        stream, side = cuda.stream(), cuda.stream()
+        recorded = [None, None]  # the event after the last record of each set of totals
         with launching("ising", stream):
             if first == 0:
                 initial[-(-lattice.size // 256), 256, stream](d_lattice, hot, 2 * L * S, group0, seed,
@@ -1332,16 +1335,25 @@ def cuda_runner(kind: str):
                 most = max(1, _WORDS_PER_LAUNCH // (n_groups * 2 * L * S))  # sweeps per launch (multi-spin)
                 launches = (measured_launches(therm, sweeps, every, most, per_launch, (first, stop)) if fused else
                             sweep_segments(therm, sweeps, every, most, (first, stop)))
-                i = i0
+                i, t = i0, 1
                 for begin, end, measured in launches:
                     sweep(begin, end, measured, i)
                     if measured:
-                        k = int(measured)
+                        k, t = int(measured), 1 - t
+                        if recorded[t] is not None:
+                            recorded[t].wait(stream)  # its totals recorded before they are overwritten
                         sum_counts[-(-k * int(n_systems) // 128), 128, stream](d_counts, k, spg, span_lanes, n_systems,
-                                                                              d_totals)
-                        record[-(-int(n_systems) // 128), 128, stream](d_totals, k, i, sweeps // every, L * L,
-                                                                  n_systems, d_bins, d_series)
+                                                                              d_totals[t])
+                        summed = cuda.event()
+                        summed.record(stream)
+                        summed.wait(side)
+                        record[-(-int(n_systems) // 128), 128, side](d_totals[t], k, i, sweeps // every, L * L,
+                                                                n_systems, d_bins, d_series)
+                        recorded[t] = cuda.event()
+                        recorded[t].record(side)
                         i += k
+            for event in filter(None, recorded):
+                event.wait(stream)  # the bins and series complete before they are copied
         for host, device in ((lattice, d_lattice), (bins, d_bins), (series, d_series)):
             if host.size:
                 device.copy_to_host(host, stream=stream)
