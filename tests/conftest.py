@@ -55,6 +55,10 @@ def _simulator_cases() -> dict:
     # measurements every 2 sweeps after 1 (sweeps 2, 4 and 6), one launch or one a sweep (stored);
     # two rows a thread (GPUENSEMBLES_ISING_SWEEP_ROWS=2), where the other cases take 8
     ising["launched-strips-crowded"] = dict(ising["launched-strips"], beta=0.4, sweeps=6, measure_every=2, bins=3)
+    # the band sweeps (the other strips cases keep to the column kernel: bands.MAX_WORDS = 0), one
+    # band a lattice in the simulator, halos of 2 rows: the 6 counted sweeps are 6 rounds of the
+    # window, the sweep of thermalization two of one half-sweep each; two lattices, two blocks
+    ising["bands"] = dict(ising["launched-strips-crowded"], realizations=2)
     # the resident kernel's column walk: "resident" (L = 6) walks three pieces of a row of 3
     # words side by side in one warp; here three warps (GPUENSEMBLES_ISING_RESIDENT_THREADS=96)
     # on 35 words a row: two columns of words, the second with three, 18 pieces of 8 rows (the

@@ -25,6 +25,7 @@ import gpuensembles as ge  # noqa: E402
 from gpuensembles.core import backend as _backend  # noqa: E402
 from gpuensembles.core import rng  # noqa: E402
 from gpuensembles.core.templates import coupled, walks  # noqa: E402
+from gpuensembles.models.ising import bands  # noqa: E402
 from gpuensembles.models.ising import kernels as lattices  # noqa: E402
 from gpuensembles.models.ising import run as ising_model  # noqa: E402
 from tests.round_case import run_round, trial_round  # noqa: E402
@@ -108,6 +109,7 @@ def kuramoto(path):
 
 
 RESIDENT_MAX_L, STRIPS_MIN_L, WARP_ROOM = lattices.RESIDENT_MAX_L, ising_model.STRIPS_MIN_L, lattices._WARP_ROOM
+BAND_WORDS, HALO = bands.MAX_WORDS, bands.HALO
 MAX_GRID_Z = lattices._MAX_GRID_Z
 
 
@@ -115,15 +117,25 @@ def ising(path):
     lattices.RESIDENT_MAX_L = 0 if path.startswith("launched") else RESIDENT_MAX_L
     os.environ[lattices.RESIDENT_THREADS_VARIABLE] = "96" if path == "resident-columns" else ""
     os.environ[lattices.SWEEP_ROWS_VARIABLE] = "2" if path == "launched-strips-crowded" else ""
-    ising_model.STRIPS_MIN_L = 64 if path.startswith("launched-strips") else STRIPS_MIN_L
+    ising_model.STRIPS_MIN_L = 64 if path.startswith(("launched-strips", "bands")) else STRIPS_MIN_L
+    bands.MAX_WORDS, bands.HALO = (BAND_WORDS, 2) if path == "bands" else (0, HALO)
     lattices._WARP_ROOM = 1 if path.endswith("crowded") else WARP_ROOM
     lattices._MAX_GRID_Z = 1 if path == "launched-chunks" else MAX_GRID_Z
+    launcher, banded = bands.launcher, []  # which parts took the band sweeps
+
+    def spy(*args):
+        sweeps = launcher(*args)
+        banded.append(sweeps is not None)
+        return sweeps
+
+    bands.launcher = spy
     ds = ge.ising(backend="cuda", **CASES["ising"][path])
     # a stored run: one sweep per launch, the lattice copied back in between (saved each time)
     ising_model.CHECKPOINT_SECONDS = 0.0
     stored = ge.ising(backend="cuda", **CASES["ising"][path], store=tempfile.mkdtemp())
+    bands.launcher = launcher
     return {name: ds[name].values.tolist() for name in ds.data_vars} | {"device": ds.attrs["device"]} | {
-        "stored": {name: stored[name].values.tolist() for name in stored.data_vars}}
+        "stored": {name: stored[name].values.tolist() for name in stored.data_vars}, "banded": banded}
 
 
 def xorsat():

@@ -88,7 +88,7 @@ def test_simulator_kuramoto_variants_equal_cpu(simulated, simulator_cases, varia
 
 
 ISING_PATHS = ("resident", "resident-columns", "launched", "launched-strips", "launched-strips-apart",
-               "launched-strips-crowded", "launched-crowded", "launched-chunks", "int8")
+               "launched-strips-crowded", "bands", "launched-crowded", "launched-chunks", "int8")
 
 
 @pytest.mark.parametrize("path", ISING_PATHS)
@@ -96,9 +96,11 @@ def test_simulator_ising_equals_cpu_bit_for_bit(monkeypatch, simulated, simulato
     # Integer-only arithmetic: every path must reproduce the CPU chains exactly.
     monkeypatch.setattr(ising_model, "STRIPS_MIN_L", 64)  # the layout of every case as the simulator ran it
     cpu = ge.ising(backend="cpu", **simulator_cases["ising"][path])
-    assert ("strips" in cpu.attrs["layout"]) == path.startswith("launched-strips")
+    assert ("strips" in cpu.attrs["layout"]) == path.startswith(("launched-strips", "bands"))
     sim = dict(simulated[f"ising-{path}"])
     assert sim.pop("device") == "CUDA simulator"
+    banded = sim.pop("banded")  # whether each part of the lattices took the band sweeps
+    assert banded and all(banded) if path == "bands" else not any(banded)
     stored = sim.pop("stored")  # the same run in pieces of one sweep (a stored run's checkpoints)
     assert set(sim) == set(stored) == set(cpu.data_vars)
     for name, values in sim.items():

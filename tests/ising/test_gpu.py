@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import gpuensembles as ge
+from gpuensembles.models.ising import bands, theory
 from gpuensembles.models.ising import kernels as lattices
 from gpuensembles.models.ising import run as ising_model
-from gpuensembles.models.ising import theory
 
 from .. import requires_gpu, z_score
 
@@ -17,13 +17,16 @@ pytestmark = [pytest.mark.gpu, requires_gpu]
 BETAS = [0.3, 0.4, float(theory.ISING_BETA_C), 0.5]
 
 
-@pytest.mark.parametrize("path", ["resident", "launched", "strips", "int8"])
+@pytest.mark.parametrize("path", ["resident", "launched", "strips", "bands", "int8"])
 def test_gpu_configurations_equal_cpu(monkeypatch, tmp_path, path):
-    # All arithmetic is integer: the GPU must reproduce the CPU chains bit for bit.
+    # All arithmetic is integer: the GPU must reproduce the CPU chains bit for bit. "strips" runs
+    # the column kernel, "bands" the band sweeps (10 lattices of 64^2: 8 bands of 8 rows each)
     if path == "launched":
         monkeypatch.setattr(lattices, "RESIDENT_MAX_L", 0)
-    if path == "strips":
+    if path in ("strips", "bands"):
         monkeypatch.setattr(ising_model, "STRIPS_MIN_L", 64)
+    if path == "strips":
+        monkeypatch.setattr(bands, "MAX_WORDS", 0)
     # int8: L = 6 updates site by site, 16 and 264 four sites per uint32; 264 (33 quads a row)
     # and 200 (100 words a row) give a thread of the launched kernels several stretches of a row
     sizes = {"int8": [6, 16, 264], "launched": [8, 64, 200]}.get(path, [8, 64])
@@ -32,7 +35,7 @@ def test_gpu_configurations_equal_cpu(monkeypatch, tmp_path, path):
               kernel="int8" if path == "int8" else "multispin", progress=False)
     cpu, gpu = ge.ising(backend="cpu", **kw), ge.ising(backend="cuda", **kw)
     assert gpu.attrs["backend"] == "cuda"
-    if path == "strips":
+    if path in ("strips", "bands"):
         assert "L=64: strips" in gpu.attrs["layout"]
     # a stored run: its chunks run in pieces of sweeps, each saved, the lattices copied back in between
     monkeypatch.setattr(ising_model, "CHECKPOINT_SECONDS", 0.0)
@@ -40,6 +43,26 @@ def test_gpu_configurations_equal_cpu(monkeypatch, tmp_path, path):
     for name in cpu.data_vars:
         np.testing.assert_array_equal(gpu[name].values, cpu[name].values, err_msg=name)
         np.testing.assert_array_equal(stored[name].values, cpu[name].values, err_msg=f"{name}, stored")
+
+
+@pytest.mark.parametrize("halo", [4, 16])
+def test_gpu_band_sweeps_of_one_lattice_equal_cpu(monkeypatch, halo):
+    # one 1024^2 lattice in 128 bands of 8 rows: halos of 4 rows (4 rounds of the 8 half-sweeps of
+    # the thermalization), and of 16 rows (from two bands either side), every sweep measured
+    monkeypatch.setattr(bands, "HALO", halo)
+    launcher, taken = bands.launcher, []
+
+    def spy(*args):
+        taken.append(launcher(*args))
+        return taken[-1]
+
+    monkeypatch.setattr(bands, "launcher", spy)
+    kw = dict(L=1024, beta=0.44, sweeps=13, thermalization=4, realizations=1, series=True, snapshot=True, seed=13,
+              progress=False)
+    cpu, gpu = ge.ising(backend="cpu", **kw), ge.ising(backend="cuda", **kw)
+    assert [sweeps.bands for sweeps in taken] == [128]
+    for name in cpu.data_vars:
+        np.testing.assert_array_equal(gpu[name].values, cpu[name].values, err_msg=name)
 
 
 def test_gpu_strips_over_several_column_blocks_equal_cpu():

@@ -48,8 +48,8 @@ from ...core.backend import (
     simulator_view,
 )
 from ...core.rng import mulhilo
+from . import bands, vertical
 from . import physics as metropolis
-from . import vertical
 
 cuda = None  # numba.cuda once a CUDA template is built (see bind_cuda)
 
@@ -1378,8 +1378,11 @@ def cuda_runner(kind: str):
             part = d_lattice[g0 * per_group:(g0 + z) * per_group]
             measure_grid = (-(-measured_row // 32), -(-L // block[1]), z)
             if multispin:
-                sweeps = persistent_part(stream, part, (32, sweep_warps), d_thr, g0, n_groups, L, S, strips, seed, key,
-                                         group0, d_counts, schedule)
+                # one lattice a group, too few words to fill the GPU: bands held by the blocks
+                sweeps = strips and bands.launcher(stream, part, d_thr, d_counts, g0, n_groups, L, S, seed, key,
+                                                   group0, schedule)
+                sweeps = sweeps or persistent_part(stream, part, (32, sweep_warps), d_thr, g0, n_groups, L, S, strips,
+                                                   seed, key, group0, d_counts, schedule)
                 parts.append((g0, measure_grid, sweeps))
                 continue
             args = (part, words_of(part, kind, S, unused), d_thr, 0, row, g0, n_groups, L, S, strips, seed, key,
@@ -1442,6 +1445,8 @@ def cuda_runner(kind: str):
 
     sweeps = tuple(sweeps_kernel(K, counting) for K in SWEEP_ROWS for counting in (None, "lanes", "totals")
                    ) if multispin else ()
+    if multispin:
+        sweeps += tuple(bands.band_kernel(counting) for counting in (False, True))
     run.kernels = tuple(k for k in (initial, *sweeps, half_sweep, half_sweep_sites, measure, sum_counts, record,
                                     resident) if k is not None)
     return run

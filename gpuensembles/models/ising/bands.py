@@ -1,0 +1,305 @@
+"""Band sweeps: a multi-spin lattice of 1024^2 to a few thousand squared, held by the multiprocessors.
+
+One lattice of 1024^2 (strips layout) is 16384 words a colour, fewer than an H100's resident
+threads, so the persistent ``column_sweeps`` of :mod:`.kernels` spend each half-sweep on their
+tasks' tickets, waits and fences, not on the words (70 flips/ns at 1024^2). Here each block
+holds a *band* of ``R`` rows of one lattice (both colours, every word of a row) and a *halo* of
+``H`` rows above and below it in shared memory, and runs ``H`` half-sweeps in a *round* with
+block barriers only: a half-sweep leaves the rows next to the window's edge stale, one more row
+each side per half-sweep, so after ``H`` of them the band itself is still exact. Then it writes
+its band back, and the blocks meet at a grid barrier before the next round reads the halos
+afresh. The rows of a halo are updated by two blocks alike (the random numbers are those of the
+site and half-sweep, not of who draws them), so the lattice is bit for bit that of the CPU
+backend. Rounds read one copy of the lattice and write the other (``lattice`` and ``spare``,
+an even number of rounds a launch: the last writes ``lattice``), so that no block overwrites
+rows another block may still be reading.
+
+A measured sweep is counted in the band's rows as the column kernel counts it (down spins of
+both colours and anti-aligned bonds of colour 1's words after its half-sweep, the flips of
+both half-sweeps), into the same ``counts`` array, so the same kernels turn them into bins.
+"""
+
+import functools
+
+import numba
+import numpy as np
+
+from ...core.backend import bind_cuda, cached, compiled, kernel_options, simulating_cuda
+from . import physics as metropolis
+
+cuda = None  # numba.cuda once the kernel is built (see bind_cuda)
+
+#: Halo rows (even), i.e. half-sweeps a round.
+HALO = 8
+#: The band sweeps run a launch when a half-sweep of its groups has at most this many words.
+MAX_WORDS = 1 << 17
+#: Blocks a multiprocessor runs at once (bands x groups <= this x the multiprocessors).
+BLOCKS_PER_MULTIPROCESSOR = 1
+#: Shared memory a block's window may take without opting in to more (bytes), and the most
+#: words a row may have (a block's threads are whole rows).
+_WINDOW_BYTES = 48 << 10
+_MAX_ROW_WORDS = 128
+_ALL_LANES = 0xFFFFFFFF
+
+
+def _window_bytes(R: int, H: int, S: int) -> int:
+    """Shared memory of a block's window: both colours' ``R + 2 H`` rows of ``S`` words."""
+    return 2 * (R + 2 * H) * S * 4
+
+
+def _bands_for(L: int, S: int, groups: int, H: int, blocks: int) -> int:
+    """Bands a lattice: the most that divide ``L`` into bands of an even number of rows, with
+    ``bands x groups <= blocks`` and a window within the shared memory a block gets without
+    opting in; 0 if none fits."""
+    fitting = [B for B in range(1, L // 2 + 1) if L % B == 0 and (L // B) % 2 == 0 and B * groups <= blocks
+               and _window_bytes(L // B, H, S) <= _WINDOW_BYTES]
+    return max(fitting, default=0) if H <= L and S <= _MAX_ROW_WORDS else 0
+
+
+def _threads_for(R: int, S: int, H: int, most: int) -> int:
+    """Threads a block: whole warps and whole rows of ``S`` words, one word each in the widest
+    half-sweep of a round (``R + 2 H - 2`` rows), at most ``most`` (0 if not one row fits)."""
+    unit = 32 * S // int(np.gcd(32, S))
+    return int(min(most // unit, -(-(R + 2 * H - 2) * S // unit)) * unit)
+
+
+@functools.cache
+def band_kernel(counting: bool):
+    """The band sweeps kernel, which counts every measured sweep or none.
+
+    The two are compiled apart, as the column kernels are (the counting needs registers).
+
+    Parameters
+    ----------
+    counting : bool
+        Count the measured sweeps of a launch into ``counts`` (see the module docstring).
+
+    Returns
+    -------
+    numba-cuda dispatcher
+        ``band_sweeps(lattice, spare, thr, hs0, half_sweeps, therm, every, m0, g0, n_groups, L, S,
+        R, H, seed, key, group0, counts)``, launched on a grid of (bands, lattices) with the
+        window's shared memory (:func:`launcher` does).
+    """
+    bind_cuda(globals())
+    sim = simulating_cuda()
+
+    def device(function):
+        """A device function from the Python source of a ``numba.jit`` one."""
+        return function if sim else cuda.jit(device=True)(function.py_func)
+
+    decide_head = device(metropolis.decide_head)
+    finish_lanes = device(metropolis.finish_lanes)
+    stride = metropolis.THRESHOLD_STRIDE["multispin"]
+
+    if sim:
+        @cuda.jit(device=True)
+        def add_to_tally(tally, down, anti, flips):
+            """The thread's sums, added to the block's ``tally`` (the simulator has no shuffles)."""
+            cuda.atomic.add(tally, 0, np.int32(down))
+            cuda.atomic.add(tally, 1, np.int32(anti))
+            cuda.atomic.add(tally, 2, np.int32(flips))
+    else:
+        @cuda.jit(device=True)
+        def add_to_tally(tally, down, anti, flips):
+            """Every thread of a warp: the warp's sums, added to the block's ``tally`` by its lane 0."""
+            down, anti, flips = np.int32(down), np.int32(anti), np.int32(flips)
+            for k in range(5):
+                offset = 16 >> k
+                down += cuda.shfl_down_sync(_ALL_LANES, down, offset)
+                anti += cuda.shfl_down_sync(_ALL_LANES, anti, offset)
+                flips += cuda.shfl_down_sync(_ALL_LANES, flips, offset)
+            if cuda.threadIdx.x & 31 == 0:
+                cuda.atomic.add(tally, 0, down)
+                cuda.atomic.add(tally, 1, anti)
+                cuda.atomic.add(tally, 2, flips)
+
+    @cuda.jit(device=True)
+    def copy_rows(lat, sh, top, first, stop, W, L, S, to_window):
+        """Copy window rows ``first`` to ``stop - 1`` of both colours from or to the lattice.
+
+        Window row ``p`` is the lattice's row ``top + p`` (periodic) in ``lat``, the group's
+        words from ``lat[0]``; ``to_window``: from the lattice into the window.
+        """
+        per_row = np.uint32(cuda.blockDim.x // S)
+        p = np.uint32(first + cuda.threadIdx.x // S)
+        j = np.uint32(cuda.threadIdx.x % S)
+        while p < stop:
+            y = np.int64(top) + np.int64(p)
+            y = y + L if y < 0 else (y - L if y >= L else y)
+            for c in range(2):
+                at = (np.int64(c) * L + y) * S + j
+                here = (np.uint32(c) * W + p) * S + j
+                if to_window:
+                    sh[here] = lat[at]
+                else:
+                    lat[at] = sh[here]
+            p = np.uint32(p + per_row)
+
+    @cached
+    @cuda.jit(**kernel_options("band_sweeps"))
+    def band_sweeps(lattice, spare, thr, hs0, half_sweeps, therm, every, m0, g0, n_groups, L, S, R, H, seed, key,
+                    group0, counts):
+        """Half-sweeps ``hs0`` to ``hs0 + half_sweeps - 1`` of the part's lattices, in rounds."""
+        # Grid (bands, groups of the part from g0), blocks of whole rows (_threads_for); dynamic
+        # shared memory: the window, 2 (R + 2 H) S words (colour c, window row p, word j at
+        # (c W + p) S + j; window row p is the lattice's row b R - H + p, of the parity of p).
+        sh = cuda.shared.array(0, dtype=numba.uint32)
+        table = cuda.shared.array(stride, dtype=numba.uint32)
+        grid = cuda.cg.this_grid()
+        b, g = cuda.blockIdx.x, cuda.blockIdx.y
+        tid, nt = cuda.threadIdx.x, cuda.blockDim.x
+        group = np.uint32(group0 + g0 + g)
+        for t in range(tid, stride, nt):
+            table[t] = thr[(g0 + g) * stride + t]
+        W = np.uint32(R + 2 * H)
+        S32 = np.uint32(S)
+        top = np.int64(b) * R - H
+        words = np.int64(2) * L * S
+        mine, other = lattice[g * words:(g + 1) * words], spare[g * words:(g + 1) * words]
+        per_row = np.uint32(nt // S)
+        j = np.uint32(tid % S)
+        r0 = np.uint32(tid // S)
+        tally = cuda.shared.array((2, 3), dtype=numba.int32)  # the block's counts of a measured sweep
+        if tid < 6:
+            tally[tid // 3, tid % 3] = 0
+        next_measured = therm + (m0 + 1) * every - 1  # the launch's measured sweeps, its counts' m = 0, 1, ...
+        m = np.int64(0)
+        # rounds: an even number of them, none longer than H half-sweeps
+        rounds = (half_sweeps + H - 1) // H
+        rounds += rounds & 1
+        done = np.int64(0)
+        down = anti = flips = np.uint32(0)
+        for q in range(rounds):
+            n = half_sweeps * (q + 1) // rounds - done
+            src, dst = (mine, other) if q % 2 == 0 else (other, mine)
+            copy_rows(src, sh, top, np.uint32(0), W, W, L, S, True)
+            cuda.syncthreads()
+            for k in range(n):
+                hs = np.uint32(hs0 + done + k)
+                c = np.uint32(hs & np.uint32(1))
+                t = np.int64(hs >> np.uint32(1))
+                measured = counting and t == next_measured
+                me = np.uint32(c * W * S32)
+                you = np.uint32((np.uint32(1) - c) * W * S32)
+                p = np.uint32(k + 1 + r0)
+                last = np.uint32(W - 2 - k)
+                while p <= last:
+                    row = np.uint32(you + p * S32)
+                    up = sh[row - S32 + j]
+                    below = sh[row + S32 + j]
+                    same = sh[row + j]
+                    if (p ^ c) & np.uint32(1):  # the side neighbour is word j + 1 (j - 1 in rows of even columns)
+                        if j + np.uint32(1) == S32:
+                            side = sh[row]
+                            side = np.uint32((side >> np.uint32(1)) | (side << np.uint32(31)))  # lane k + 1
+                        else:
+                            side = sh[row + j + np.uint32(1)]
+                    else:
+                        if j == 0:
+                            side = sh[row + S32 - np.uint32(1)]
+                            side = np.uint32((side << np.uint32(1)) | (side >> np.uint32(31)))  # lane k - 1
+                        else:
+                            side = sh[row + j - np.uint32(1)]
+                    at = np.uint32(me + p * S32 + j)
+                    s = sh[at]
+                    y = np.int64(top) + np.int64(p)
+                    y = y + L if y < 0 else (y - L if y >= L else y)
+                    site = np.uint32(y * S + j)
+                    flip, undecided, dE4 = decide_head(s, up, below, same, side, table, 0, seed, key, hs, site, group)
+                    if undecided != 0:
+                        flip |= finish_lanes(undecided, dE4, table, 0, seed, key, hs, site, group)
+                    s = np.uint32(s ^ flip)
+                    sh[at] = s
+                    if measured and p >= H and p < H + R:
+                        flips = np.uint32(flips + cuda.popc(flip))
+                        if c == 1:  # every bond has one end in colour 1: its words count each once
+                            down = np.uint32(down + cuda.popc(s) + cuda.popc(same))
+                            anti = np.uint32(anti + cuda.popc(s ^ up) + cuda.popc(s ^ below) + cuda.popc(s ^ same)
+                                             + cuda.popc(s ^ side))
+                    p = np.uint32(p + per_row)
+                if measured and c == 1:
+                    add_to_tally(tally[m & 1], down, anti, flips)
+                    down = anti = flips = np.uint32(0)
+                cuda.syncthreads()
+                if measured and c == 1:  # the block's sums (their tally is taken again two measurements on)
+                    if tid == 0:
+                        for i in range(3):
+                            cuda.atomic.add(counts, (m, g0 + g, b & 31, i), np.int64(tally[m & 1, i]))
+                            tally[m & 1, i] = 0
+                    m += 1
+                    next_measured += every
+            copy_rows(dst, sh, top, np.uint32(H), np.uint32(H + R), W, L, S, False)
+            grid.sync()
+            done += n
+
+    return band_sweeps
+
+
+def launcher(stream, part, d_thr, d_counts, g0, n_groups, L, S, seed, key, group0, schedule):
+    """The band sweeps of one part of the lattices, or None where they are not wanted or do not fit.
+
+    They are wanted where a half-sweep of the part has at most `MAX_WORDS` words; they fit
+    where every block of ``bands x lattices`` is resident at once, one band a multiprocessor
+    (`BLOCKS_PER_MULTIPROCESSOR`), with its window within 48 KiB of shared memory.
+
+    Parameters
+    ----------
+    stream : numba stream
+        The stream of the launches.
+    part : device array of uint32
+        The part's lattices (strips layout), ``2 L S`` words each, from lattice ``g0``.
+    d_thr, d_counts : device arrays
+        The threshold tables of every lattice, and the counts of a launch's measurements
+        (``(measurements, lattices, 32, 3)`` int64), as the column kernels take them.
+    g0, n_groups : int
+        The part's first lattice and the lattices of the run.
+    L, S : int
+        Rows of a colour and words of a row (``L / 64``).
+    seed, key, group0 : numpy.uint32
+        Philox key words and the run's first group number.
+    schedule : tuple of int
+        ``(thermalization, sweeps, measure_every)``.
+
+    Returns
+    -------
+    callable or None
+        ``sweeps(first, stop, measured, i)``: sweeps ``first`` to ``stop - 1`` in one launch,
+        counting ``measured`` measured sweeps among them from measurement ``i`` (the
+        ``sweeper`` of :mod:`.kernels`); ``sweeps.bands`` and ``sweeps.threads`` tell the
+        geometry.
+    """
+    groups = part.size // (2 * L * S)
+    if groups * L * S > MAX_WORDS:
+        return None
+    H = HALO
+    therm, _, every = schedule
+    spare = cuda.device_array_like(part)
+    args = [part, spare, d_thr, np.uint32(0), np.int64(2), np.int64(therm), np.int64(every), np.int64(0), np.int64(g0),
+            np.int64(n_groups), np.int64(L), np.int64(S), np.int64(L), np.int64(H), seed, key, group0, d_counts]
+    kernels = [band_kernel(counting) for counting in (False, True)]
+    if simulating_cuda():  # its blocks run one after another: one band a lattice
+        B = 1 if _bands_for(L, S, groups, H, groups) == 1 else 0
+        threads = _threads_for(L, S, H, 1024)
+    else:
+        gpu = cuda.get_current_device()
+        built = [compiled(kernel, *args) for kernel in kernels]
+        most = min(k.max_threads_per_block for k in built)
+        B = _bands_for(L, S, groups, H, gpu.MULTIPROCESSOR_COUNT * BLOCKS_PER_MULTIPROCESSOR)
+        threads = _threads_for(L // max(B, 1), S, H, most)
+        shared = _window_bytes(L // max(B, 1), H, S)
+        if B and threads and min(k.max_cooperative_grid_blocks(threads, shared) for k in built) < B * groups:
+            B = 0
+    if B == 0 or threads == 0:
+        return None
+    R = L // B
+    shared = _window_bytes(R, H, S)
+    args[12] = np.int64(R)
+
+    def sweeps(first, stop, measured, i):
+        """Sweeps ``first`` to ``stop - 1``, counting ``measured`` of them from measurement ``i``."""
+        args[3], args[4], args[7] = np.uint32(2 * first), np.int64(2 * (stop - first)), np.int64(i)
+        kernels[bool(measured)][(B, groups), threads, stream, shared](*args)
+
+    sweeps.bands, sweeps.threads = B, threads
+    return sweeps
