@@ -35,9 +35,10 @@ HALO = 8
 MAX_WORDS = 1 << 17
 #: Blocks a multiprocessor runs at once (bands x groups <= this x the multiprocessors).
 BLOCKS_PER_MULTIPROCESSOR = 1
-#: Shared memory a block's window may take without opting in to more (bytes), and the most
-#: words a row may have (a block's threads are whole rows).
-_WINDOW_BYTES = 48 << 10
+#: Shared memory a block's window may take without opting in to more (bytes: 48 KiB less the
+#: threshold table and the tallies), and the most words a row may have (a block's threads are
+#: whole rows).
+_WINDOW_BYTES = (48 << 10) - 4 * (metropolis.THRESHOLD_STRIDE["multispin"] + 6)
 _MAX_ROW_WORDS = 128
 _ALL_LANES = 0xFFFFFFFF
 
@@ -272,6 +273,8 @@ def launcher(stream, part, d_thr, d_counts, g0, n_groups, L, S, seed, key, group
     groups = part.size // (2 * L * S)
     if groups * L * S > MAX_WORDS:
         return None
+    if HALO < 2 or HALO % 2:  # (window rows must have the parity of their lattice rows)
+        raise ValueError(f"bands.HALO must be an even number of rows >= 2, got {HALO}")
     H = HALO
     therm, _, every = schedule
     spare = cuda.device_array_like(part)
