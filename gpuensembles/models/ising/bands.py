@@ -17,6 +17,10 @@ rows another block may still be reading.
 A measured sweep is counted in the band's rows as the column kernel counts it (down spins of
 both colours and anti-aligned bonds of colour 1's words after its half-sweep, the flips of
 both half-sweeps), into the same ``counts`` array, so the same kernels turn them into bins.
+The kernel that counts has one warp more than the words need: the other threads leave their
+counts in shared memory and go on, and that warp sums them and adds them to ``counts`` during
+the next half-sweep (summed by the threads before the block's barrier, they cost 0.53 us a
+measured sweep at 1024^2, a fifth of the sweep).
 """
 
 import functools
@@ -38,14 +42,16 @@ BLOCKS_PER_MULTIPROCESSOR = 1
 #: Shared memory a block's window may take without opting in to more (bytes: 48 KiB less the
 #: threshold table and the tallies), and the most words a row may have (a block's threads are
 #: whole rows).
-_WINDOW_BYTES = (48 << 10) - 4 * (metropolis.THRESHOLD_STRIDE["multispin"] + 6)
+_WINDOW_BYTES = (48 << 10) - 4 * metropolis.THRESHOLD_STRIDE["multispin"]
 _MAX_ROW_WORDS = 128
 _ALL_LANES = 0xFFFFFFFF
+_COUNTS = 3  # down spins, anti-aligned bonds, flips
 
 
-def _window_bytes(R: int, H: int, S: int) -> int:
-    """Shared memory of a block's window: both colours' ``R + 2 H`` rows of ``S`` words."""
-    return 2 * (R + 2 * H) * S * 4
+def _window_bytes(R: int, H: int, S: int, threads: int = 1024) -> int:
+    """Shared memory of a block: its window (both colours' ``R + 2 H`` rows of ``S`` words), and
+    the counts of a measured sweep of each of its ``threads`` workers, for two sweeps."""
+    return (2 * (R + 2 * H) * S + 2 * _COUNTS * threads) * 4
 
 
 def _bands_for(L: int, S: int, groups: int, H: int, blocks: int) -> int:
@@ -95,37 +101,53 @@ def band_kernel(counting: bool):
 
     if sim:
         @cuda.jit(device=True)
-        def add_to_tally(tally, down, anti, flips):
-            """The thread's sums, added to the block's ``tally`` (the simulator has no shuffles)."""
-            cuda.atomic.add(tally, 0, np.int32(down))
-            cuda.atomic.add(tally, 1, np.int32(anti))
-            cuda.atomic.add(tally, 2, np.int32(flips))
+        def add_counts(counts, m, g, slot, down, anti, flips):
+            """The thread's sums, added to ``counts[m, g, slot]`` (the simulator has no shuffles)."""
+            cuda.atomic.add(counts, (m, g, slot, 0), np.int64(down))
+            cuda.atomic.add(counts, (m, g, slot, 1), np.int64(anti))
+            cuda.atomic.add(counts, (m, g, slot, 2), np.int64(flips))
     else:
         @cuda.jit(device=True)
-        def add_to_tally(tally, down, anti, flips):
-            """Every thread of a warp: the warp's sums, added to the block's ``tally`` by its lane 0."""
-            down, anti, flips = np.int32(down), np.int32(anti), np.int32(flips)
+        def add_counts(counts, m, g, slot, down, anti, flips):
+            """Every thread of a warp: the warp's sums, added to ``counts[m, g, slot]`` by its lane 0."""
             for k in range(5):
                 offset = 16 >> k
                 down += cuda.shfl_down_sync(_ALL_LANES, down, offset)
                 anti += cuda.shfl_down_sync(_ALL_LANES, anti, offset)
                 flips += cuda.shfl_down_sync(_ALL_LANES, flips, offset)
             if cuda.threadIdx.x & 31 == 0:
-                cuda.atomic.add(tally, 0, down)
-                cuda.atomic.add(tally, 1, anti)
-                cuda.atomic.add(tally, 2, flips)
+                cuda.atomic.add(counts, (m, g, slot, 0), np.int64(down))
+                cuda.atomic.add(counts, (m, g, slot, 1), np.int64(anti))
+                cuda.atomic.add(counts, (m, g, slot, 2), np.int64(flips))
 
     @cuda.jit(device=True)
-    def copy_rows(lat, sh, top, first, stop, W, L, S, to_window):
+    def add_parts(counts, m, g, slot, sh, at, workers):
+        """The counting warp: add the workers' counts of a measured sweep to ``counts[m, g, slot]``.
+
+        Worker ``t``'s counts are ``sh[at + 3 t + i]``, ``i`` = 0, 1, 2.
+        """
+        down = anti = flips = np.int32(0)
+        t = np.uint32(cuda.threadIdx.x & 31)
+        while t < workers:
+            e = np.uint32(at + np.uint32(_COUNTS) * t)
+            down += np.int32(sh[e])
+            anti += np.int32(sh[e + np.uint32(1)])
+            flips += np.int32(sh[e + np.uint32(2)])
+            t = np.uint32(t + np.uint32(32))
+        add_counts(counts, m, g, slot, down, anti, flips)
+
+    @cuda.jit(device=True)
+    def copy_rows(lat, sh, top, first, stop, W, L, S, to_window, workers):
         """Copy window rows ``first`` to ``stop - 1`` of both colours from or to the lattice.
 
         Window row ``p`` is the lattice's row ``top + p`` (periodic) in ``lat``, the group's
-        words from ``lat[0]``; ``to_window``: from the lattice into the window.
+        words from ``lat[0]``; ``to_window``: from the lattice into the window. Threads from
+        ``workers`` on take no part.
         """
-        per_row = np.uint32(cuda.blockDim.x // S)
+        per_row = np.uint32(workers // S)
         p = np.uint32(first + cuda.threadIdx.x // S)
         j = np.uint32(cuda.threadIdx.x % S)
-        while p < stop:
+        while cuda.threadIdx.x < workers and p < stop:
             y = np.int64(top) + np.int64(p)
             y = y + L if y < 0 else (y - L if y >= L else y)
             for c in range(2):
@@ -158,12 +180,16 @@ def band_kernel(counting: bool):
         top = np.int64(b) * R - H
         words = np.int64(2) * L * S
         mine, other = lattice[g * words:(g + 1) * words], spare[g * words:(g + 1) * words]
-        per_row = np.uint32(nt // S)
+        # the workers update the words; the last warp (counting) adds the counts of a measured
+        # sweep to ``counts`` while the workers go on with the next half-sweep
+        workers = np.uint32(nt - 32) if counting else np.uint32(nt)
+        worker = tid < workers
+        per_row = np.uint32(workers // S)
         j = np.uint32(tid % S)
         r0 = np.uint32(tid // S)
-        tally = cuda.shared.array((2, 3), dtype=numba.int32)  # the block's counts of a measured sweep
-        if tid < 6:
-            tally[tid // 3, tid % 3] = 0
+        parts = np.uint32(2 * W * S32)  # the workers' counts of two measured sweeps, after the window
+        slot = np.int64(b & 31)
+        pending = np.int64(-1)  # the measured sweep whose counts the counting warp adds next
         next_measured = therm + (m0 + 1) * every - 1  # the launch's measured sweeps, its counts' m = 0, 1, ...
         m = np.int64(0)
         # rounds: an even number of them, none longer than H half-sweeps
@@ -174,7 +200,7 @@ def band_kernel(counting: bool):
         for q in range(rounds):
             n = half_sweeps * (q + 1) // rounds - done
             src, dst = (mine, other) if q % 2 == 0 else (other, mine)
-            copy_rows(src, sh, top, np.uint32(0), W, W, L, S, True)
+            copy_rows(src, sh, top, np.uint32(0), W, W, L, S, True, workers)
             cuda.syncthreads()
             for k in range(n):
                 hs = np.uint32(hs0 + done + k)
@@ -183,9 +209,13 @@ def band_kernel(counting: bool):
                 measured = counting and t == next_measured
                 me = np.uint32(c * W * S32)
                 you = np.uint32((np.uint32(1) - c) * W * S32)
+                if counting and not worker and pending >= 0:  # the counts of the last measured sweep
+                    add_parts(counts, pending, g0 + g, slot, sh, np.uint32(parts + (pending & 1) * _COUNTS * workers),
+                              workers)
+                    pending = -1
                 p = np.uint32(k + 1 + r0)
                 last = np.uint32(W - 2 - k)
-                while p <= last:
+                while worker and p <= last:
                     row = np.uint32(you + p * S32)
                     up = sh[row - S32 + j]
                     below = sh[row + S32 + j]
@@ -219,20 +249,20 @@ def band_kernel(counting: bool):
                             anti = np.uint32(anti + cuda.popc(s ^ up) + cuda.popc(s ^ below) + cuda.popc(s ^ same)
                                              + cuda.popc(s ^ side))
                     p = np.uint32(p + per_row)
-                if measured and c == 1:
-                    add_to_tally(tally[m & 1], down, anti, flips)
+                if measured and c == 1:  # (the counting warp reads them after the barrier)
+                    if worker:
+                        e = np.uint32(parts + np.uint32((m & 1) * _COUNTS) * workers + np.uint32(_COUNTS) * tid)
+                        sh[e], sh[e + np.uint32(1)], sh[e + np.uint32(2)] = down, anti, flips
                     down = anti = flips = np.uint32(0)
-                cuda.syncthreads()
-                if measured and c == 1:  # the block's sums (their tally is taken again two measurements on)
-                    if tid == 0:
-                        for i in range(3):
-                            cuda.atomic.add(counts, (m, g0 + g, b & 31, i), np.int64(tally[m & 1, i]))
-                            tally[m & 1, i] = 0
+                    pending = m
                     m += 1
                     next_measured += every
-            copy_rows(dst, sh, top, np.uint32(H), np.uint32(H + R), W, L, S, False)
+                cuda.syncthreads()
+            copy_rows(dst, sh, top, np.uint32(H), np.uint32(H + R), W, L, S, False, workers)
             grid.sync()
             done += n
+        if counting and not worker and pending >= 0:  # the launch's last measured sweep
+            add_parts(counts, pending, g0 + g, slot, sh, np.uint32(parts + (pending & 1) * _COUNTS * workers), workers)
 
     return band_sweeps
 
@@ -267,8 +297,8 @@ def launcher(stream, part, d_thr, d_counts, g0, n_groups, L, S, seed, key, group
     callable or None
         ``sweeps(first, stop, measured, i)``: sweeps ``first`` to ``stop - 1`` in one launch,
         counting ``measured`` measured sweeps among them from measurement ``i`` (the
-        ``sweeper`` of :mod:`.kernels`); ``sweeps.bands`` and ``sweeps.threads`` tell the
-        geometry.
+        ``sweeper`` of :mod:`.kernels`); ``sweeps.bands`` and ``sweeps.threads`` (of the
+        kernel that does not count) tell the geometry.
     """
     groups = part.size // (2 * L * S)
     if groups * L * S > MAX_WORDS:
@@ -283,26 +313,28 @@ def launcher(stream, part, d_thr, d_counts, g0, n_groups, L, S, seed, key, group
     kernels = [band_kernel(counting) for counting in (False, True)]
     if simulating_cuda():  # its blocks run one after another: one band a lattice
         B = 1 if _bands_for(L, S, groups, H, groups) == 1 else 0
-        threads = _threads_for(L, S, H, 1024)
+        most = [1024, 1024]
     else:
         gpu = cuda.get_current_device()
         built = [compiled(kernel, *args) for kernel in kernels]
-        most = min(k.max_threads_per_block for k in built)
+        most = [k.max_threads_per_block for k in built]
         B = _bands_for(L, S, groups, H, gpu.MULTIPROCESSOR_COUNT * BLOCKS_PER_MULTIPROCESSOR)
-        threads = _threads_for(L // max(B, 1), S, H, most)
-        shared = _window_bytes(L // max(B, 1), H, S)
-        if B and threads and min(k.max_cooperative_grid_blocks(threads, shared) for k in built) < B * groups:
-            B = 0
-    if B == 0 or threads == 0:
+    R = L // max(B, 1)
+    # threads of each kernel: its workers, and the counting warp beside them in the kernel that counts
+    workers = [_threads_for(R, S, H, most[0]), _threads_for(R, S, H, most[1] - 32)]
+    threads = [workers[0], workers[1] + 32]
+    shared = _window_bytes(R, H, S, workers[1])
+    if not simulating_cuda() and B and min(workers) and any(
+            k.max_cooperative_grid_blocks(t, shared) < B * groups for k, t in zip(built, threads)):
+        B = 0
+    if B == 0 or min(workers) == 0:
         return None
-    R = L // B
-    shared = _window_bytes(R, H, S)
     args[12] = np.int64(R)
 
     def sweeps(first, stop, measured, i):
         """Sweeps ``first`` to ``stop - 1``, counting ``measured`` of them from measurement ``i``."""
         args[3], args[4], args[7] = np.uint32(2 * first), np.int64(2 * (stop - first)), np.int64(i)
-        kernels[bool(measured)][(B, groups), threads, stream, shared](*args)
+        kernels[bool(measured)][(B, groups), threads[bool(measured)], stream, shared](*args)
 
-    sweeps.bands, sweeps.threads = B, threads
+    sweeps.bands, sweeps.threads = B, threads[0]
     return sweeps
