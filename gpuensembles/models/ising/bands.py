@@ -39,9 +39,9 @@ HALO = 8
 MAX_WORDS = 1 << 17
 #: Blocks a multiprocessor runs at once (bands x groups <= this x the multiprocessors).
 BLOCKS_PER_MULTIPROCESSOR = 1
-#: Shared memory a block's window may take without opting in to more (bytes: 48 KiB less the
-#: threshold table and the tallies), and the most words a row may have (a block's threads are
-#: whole rows).
+#: Shared memory a block's window and counts may take without opting in to more (bytes: 48 KiB
+#: less the threshold table; the fit assumes 1024 threads' counts), and the most words a row may
+#: have (a block's threads are whole rows).
 _WINDOW_BYTES = (48 << 10) - 4 * metropolis.THRESHOLD_STRIDE["multispin"]
 _MAX_ROW_WORDS = 128
 _ALL_LANES = 0xFFFFFFFF
