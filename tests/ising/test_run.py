@@ -341,6 +341,12 @@ def test_a_run_in_pieces_equals_it_in_one(kernel, L, realizations):
                 return 9, pieces.saved[9]
 
         resumed = ising_model._run_groups(setup, schedule, 0, setup.n_groups, checkpoints=ResumeAt9())
+        # what a run with a progress bar does: its sweeps in pieces, each piece's sweeps reported
+        patch.setattr(ising_model, "PROGRESS_PIECES", 4)
+        advanced = []
+        shown = ising_model._run_groups(setup, schedule, 0, setup.n_groups, advance=advanced.append)
+    assert advanced == [4, 4, 4, 3]
     for name in one:
         np.testing.assert_array_equal(resumed[name], one[name], err_msg=name)
+        np.testing.assert_array_equal(shown[name], one[name], err_msg=name)
     assert ge.ising(**kw).bin_e.size  # the public call of the same case runs

@@ -17,6 +17,8 @@ import xarray as xr
 from ...core import backend as _backend
 from ...core import engine, estimate, io
 from ...core.backend import Backend, Progress
+from ...core.progress import bar as progress_bar
+from ...core.progress import shown as bar_shown
 from . import analysis
 from . import kernels as lattices
 from . import physics as metropolis
@@ -34,6 +36,9 @@ MAX_SWEEPS = 2**31 - 1
 #: A stored run's chunk runs its sweeps in this many pieces, and saves its state after a piece
 #: when this many seconds have passed since the last save (a kill loses at most that much).
 CHECKPOINT_PIECES, CHECKPOINT_SECONDS = 64, 60.0
+#: An eager run with a progress bar runs its sweeps in this many pieces (a stored one in
+#: `CHECKPOINT_PIECES`).
+PROGRESS_PIECES = 20
 DEFAULT_BINS = 64
 BIN_QUANTITIES = ("e", "e2", "abs_m", "m2", "m4", "acceptance")
 _BIN_ATTRS = {
@@ -169,16 +174,20 @@ def ising(
     # lattices of 256^2 took longer than 256), and the scheduler could start two of the costliest
     # on one worker (see docs/scaling.rst).
     chains = engine.Chains.balanced([(s.n_groups, s.spg * s.L**2) for s in setups], engine.worker_count())
+    # The bar of an eager run advances by sweeps: pieces of the lattices would leave the GPU's
+    # multiprocessors (and the CPU's threads) without groups to run.
+    shown = chunks is None and engine._active_client() is None and bar_shown(progress)
     with engine.stored_run(store, "ising", call, seed) as stored, estimate.timed(work, backend, progress) as clock:
         for setup in setups:
             size = setup.L
-            units = engine.Units("lattices", per_item=setup.spg, total=setup.n_systems, desc=f"L={size}")
-            block = functools.partial(_run_groups, setup, schedule,
-                                      checkpoints=stored and stored.part(f"L{size}-at"))
-            raw = engine.run_realizations(block, setup.n_groups,
-                                          setup.outputs(), chunks=chunks, pieces=20, progress=progress, unit=units,
-                                          what=f"L={size}, {betas.size} values of beta, realizations={realizations}",
-                                          store=stored and stored.part(f"L{size}"), chains=chains)
+            with progress_bar(sum(schedule[:2]), shown, "sweeps", f"L={size}") as bar:
+                block = functools.partial(_run_groups, setup, schedule,
+                                          checkpoints=stored and stored.part(f"L{size}-at"),
+                                          advance=bar.update if shown else None)
+                raw = engine.run_realizations(block, setup.n_groups, setup.outputs(), chunks=chunks, progress=False,
+                                              what=f"L={size}, {betas.size} values of beta, "
+                                                   f"realizations={realizations}",
+                                              store=stored and stored.part(f"L{size}"), chains=chains)
             per_L.append((setup, raw))
         clock.ran({size: raw for size, (_, raw) in zip(sizes, per_L)})
     return _dataset(per_L, sizes, L, beta_da, realizations, schedule, n_bins, call, seed, kernel, start, backend)
@@ -297,13 +306,15 @@ def _spans(total: int, pieces: int | None = None) -> list:
     return [(first, min(first + size, total)) for first in range(0, total, size)]
 
 
-def _run_groups(setup, schedule, start, stop, checkpoints=None) -> dict:
+def _run_groups(setup, schedule, start, stop, checkpoints=None, advance=None) -> dict:
     """Groups ``[start, stop)`` of one ``L``: bin sums, series and snapshots per lattice.
 
     With ``checkpoints`` (a part of the run's store), the sweeps run in pieces
     (:func:`_spans`), and the state after a piece (lattices, bins, series) is saved there
     when `CHECKPOINT_SECONDS` have passed since the last save: a chunk killed on its way
-    resumes from its last state, with the numbers of a run in one piece.
+    resumes from its last state, with the numbers of a run in one piece. With ``advance``
+    (a progress bar's ``update``), they run in at least `PROGRESS_PIECES` pieces, and
+    ``advance`` is given each piece's sweeps, as a share of the ``L``'s groups.
     """
     L, S, spg = setup.L, setup.S, setup.spg
     multispin = setup.kernel == "multispin"
@@ -317,7 +328,8 @@ def _run_groups(setup, schedule, start, stop, checkpoints=None) -> dict:
     run = lattices.cuda_runner(setup.kernel) if backend == "cuda" else lattices.cpu_runner(setup.kernel)
     geometry = (L, S, setup.layout == "strips", spg, setup.span, n_systems)
     total = sum(schedule[:2])
-    spans = [(0, total)] if checkpoints is None else _spans(total)
+    spans = [(0, total)] if checkpoints is None and advance is None else _spans(
+        total, PROGRESS_PIECES if checkpoints is None else None)
     found = None if checkpoints is None else checkpoints.latest((start, stop))
     saved_at = None  # the sweep of the state kept in the store
     if found is not None:
@@ -332,6 +344,9 @@ def _run_groups(setup, schedule, start, stop, checkpoints=None) -> dict:
             if saved_at is not None:
                 checkpoints.forget((start, stop, saved_at))
             saved_at, last = span[1], time.monotonic()
+        if advance is not None:
+            done = (span[1] - span[0]) * (stop - start)
+            advance(done // setup.n_groups if done % setup.n_groups == 0 else done / setup.n_groups)
 
     def per_group(values):
         out = np.zeros(((stop - start) * spg,) + values.shape[1:], values.dtype)
