@@ -41,6 +41,8 @@ def _simulator_cases() -> dict:
                         realizations=3, series=True, snapshot=True, seed=7,
                         kernel="int8" if path == "int8" else "multispin", progress=False)
              for path in ("resident", "launched", "int8")}
+    # two sizes, run at once on threads of their own (ising_model.TOGETHER_BYTES)
+    ising["resident"]["L"] = [6, 8]
     # the launched multi-spin kernel on one 64^2 lattice in strips (STRIPS_MIN_L lowered to 64),
     # and with room for one word set aside per warp (the others finished at once): 40 rows take
     # three blocks of the simulator's 2 x 8 rows, 20 words a row a partial warp

@@ -129,13 +129,21 @@ def ising(path):
         return sweeps
 
     bands.launcher = spy
+    run_together, together = ising_model.engine.run_together, []  # whether the sizes ran at once
+
+    def spy_together(calls, at_once):
+        together.append(at_once and len(calls) > 1)
+        return run_together(calls, at_once)
+
+    ising_model.engine.run_together = spy_together
     ds = ge.ising(backend="cuda", **CASES["ising"][path])
     # a stored run: one sweep per launch, the lattice copied back in between (saved each time)
     ising_model.CHECKPOINT_SECONDS = 0.0
     stored = ge.ising(backend="cuda", **CASES["ising"][path], store=tempfile.mkdtemp())
-    bands.launcher = launcher
+    bands.launcher, ising_model.engine.run_together = launcher, run_together
     return {name: ds[name].values.tolist() for name in ds.data_vars} | {"device": ds.attrs["device"]} | {
-        "stored": {name: stored[name].values.tolist() for name in stored.data_vars}, "banded": banded}
+        "stored": {name: stored[name].values.tolist() for name in stored.data_vars}, "banded": banded,
+        "together": together}
 
 
 def xorsat():

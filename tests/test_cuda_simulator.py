@@ -101,6 +101,8 @@ def test_simulator_ising_equals_cpu_bit_for_bit(monkeypatch, simulated, simulato
     assert sim.pop("device") == "CUDA simulator"
     banded = sim.pop("banded")  # whether each part of the lattices took the band sweeps
     assert banded and all(banded) if path == "bands" else not any(banded)
+    # the two sizes of "resident" ran at once (the stored run one after the other); one size runs alone
+    assert sim.pop("together") == ([True, False] if path == "resident" else [False, False])
     stored = sim.pop("stored")  # the same run in pieces of one sweep (a stored run's checkpoints)
     assert set(sim) == set(stored) == set(cpu.data_vars)
     for name, values in sim.items():

@@ -40,6 +40,7 @@ from .runs import (  # noqa: F401
     _split,
     run_items,
     run_realizations,
+    run_together,
     worker_count,
 )
 from .templates.first_passage import first_passage_runner

@@ -12,6 +12,7 @@ input is reported before any estimate.
 import contextlib
 import contextvars
 import sys
+import threading
 
 from .validation import check_choice
 
@@ -19,6 +20,7 @@ from .validation import check_choice
 PROGRESS = ("auto", True, False)
 
 _ON_START: contextvars.ContextVar = contextvars.ContextVar("gpuensembles_on_start", default=None)
+_STARTING = threading.Lock()
 
 
 def shown(progress) -> bool:
@@ -46,7 +48,7 @@ def shown(progress) -> bool:
     return bool(progress)
 
 
-def bar(total: int, show: bool, unit: str = "realizations", desc: str | None = None):
+def bar(total: int, show: bool, unit: str = "realizations", desc: str | None = None, position: int | None = None):
     """A tqdm bar on stderr counting ``total`` ``unit`` (disabled when ``show`` is false).
 
     Parameters
@@ -59,6 +61,8 @@ def bar(total: int, show: bool, unit: str = "realizations", desc: str | None = N
         What is counted (plural: ``"lattices"``).
     desc : str, optional
         A prefix (e.g. ``"L=64"``).
+    position : int, optional
+        The bar's line, for bars drawn at once (0: the first).
 
     Returns
     -------
@@ -68,7 +72,7 @@ def bar(total: int, show: bool, unit: str = "realizations", desc: str | None = N
     from tqdm.auto import tqdm
 
     return tqdm(total=total, disable=not show, unit=f" {unit}", unit_scale=(total or 0) >= 10**4, leave=False,
-                desc=desc, file=sys.stderr)
+                desc=desc, file=sys.stderr, position=position)
 
 
 @contextlib.contextmanager
@@ -96,7 +100,12 @@ def on_start(callback):
 
 
 def starting():
-    """Tell a pending :func:`on_start` callback that the work starts now (the engine calls this)."""
+    """Tell a pending :func:`on_start` callback that the work starts now (the engine calls this).
+
+    Safe from several threads of one run (copies of its context share the pending list): the
+    callback runs once.
+    """
     pending = _ON_START.get()
-    if pending:
-        pending.pop()()
+    with _STARTING:  # (held through the callback: no thread of the run starts before it is done)
+        if pending:
+            pending.pop()()

@@ -7,10 +7,12 @@ advances) or as one dask task per chunk. Before anything runs, the outputs are c
 against the memory available (all of them when eager, one chunk's when lazy).
 """
 
+import contextvars
 import functools
 import math
 import sys
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -105,6 +107,33 @@ def _run_pieces(block, n: int, pieces: int, show: bool, units: Units, size: int 
             results.append(((lo, hi), block(lo, hi)))
             bar.update(units.done(hi) - units.done(lo))
     return results
+
+
+def run_together(calls: list, together: bool) -> list:
+    """``[call() for call in calls]``, the calls at once on threads of their own when ``together``.
+
+    For eager GPU runs of parts too small to fill the device each (Ising lattices of several
+    ``L``): their kernels, launched on streams of their own, then run side by side. Each
+    thread runs in a copy of the caller's context (:func:`~gpuensembles.core.progress.on_start`
+    still fires once). The results keep the calls' order; the first exception is raised.
+
+    Parameters
+    ----------
+    calls : list of callable
+        Each called without arguments.
+    together : bool
+        Run them at once (else one after the other, in this thread).
+
+    Returns
+    -------
+    list
+        The calls' results, in order.
+    """
+    if not together or len(calls) < 2:
+        return [call() for call in calls]
+    with ThreadPoolExecutor(len(calls), thread_name_prefix="gpuensembles-part") as pool:
+        futures = [pool.submit(contextvars.copy_context().run, call) for call in calls]
+        return [future.result() for future in futures]
 
 
 def run_items(block: Callable, n_items: int, width: int, *, chunks=None, pieces: int = 1, progress="auto",

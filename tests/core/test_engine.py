@@ -179,3 +179,24 @@ def test_normalize_chunks_splits_with_remainder(reference):
     )
     assert engine.normalize_chunks(plan, 4) == ((2,), (4, 4, 2))
     assert engine.normalize_chunks(plan, {"D": 1, "realization": 20}) == ((1, 1), (10,))
+
+
+def test_run_together_runs_the_calls_at_once_in_order_and_starts_once():
+    import threading
+
+    from gpuensembles.core import progress
+
+    meet = threading.Barrier(3, timeout=30)  # passed only when all three calls run at once
+    started = []
+
+    def call(i):
+        progress.starting()
+        meet.wait()
+        return i
+
+    with progress.on_start(lambda: started.append(threading.get_ident())):
+        assert engine.run_together([lambda i=i: call(i) for i in range(3)], True) == [0, 1, 2]
+    assert len(started) == 1 and started[0] != threading.get_ident()  # once, from a call's thread
+    assert engine.run_together([threading.get_ident] * 2, False) == [threading.get_ident()] * 2
+    with pytest.raises(ZeroDivisionError):
+        engine.run_together([lambda: 1, lambda: 1 / 0], True)

@@ -23,6 +23,9 @@ def test_gpu_configurations_equal_cpu(monkeypatch, tmp_path, path):
     # the column kernel, "bands" the band sweeps (10 lattices of 64^2: 8 bands of 8 rows each on
     # 80 or more multiprocessors)
     taken = _spy_on_bands(monkeypatch)
+    run_together, together = ising_model.engine.run_together, []
+    monkeypatch.setattr(ising_model.engine, "run_together",
+                        lambda calls, at_once: together.append(at_once) or run_together(calls, at_once))
     if path == "launched":
         monkeypatch.setattr(lattices, "RESIDENT_MAX_L", 0)
     if path in ("strips", "bands"):
@@ -43,6 +46,7 @@ def test_gpu_configurations_equal_cpu(monkeypatch, tmp_path, path):
     # a stored run: its chunks run in pieces of sweeps, each saved, the lattices copied back in between
     monkeypatch.setattr(ising_model, "CHECKPOINT_SECONDS", 0.0)
     stored = ge.ising(backend="cuda", store=tmp_path / "run", **kw)
+    assert together == [False, True, False]  # the CPU's sizes in turn, the GPU's at once, a stored run's in turn
     for name in cpu.data_vars:
         np.testing.assert_array_equal(gpu[name].values, cpu[name].values, err_msg=name)
         np.testing.assert_array_equal(stored[name].values, cpu[name].values, err_msg=f"{name}, stored")

@@ -39,6 +39,9 @@ CHECKPOINT_PIECES, CHECKPOINT_SECONDS = 64, 60.0
 #: An eager run with a progress bar runs its sweeps in this many pieces (a stored one in
 #: `CHECKPOINT_PIECES`).
 PROGRESS_PIECES = 20
+#: An eager GPU run runs its sizes at once when their lattices and outputs take at most this
+#: many bytes (see :func:`gpuensembles.core.engine.run_together`).
+TOGETHER_BYTES = 1 << 30
 DEFAULT_BINS = 64
 BIN_QUANTITIES = ("e", "e2", "abs_m", "m2", "m4", "acceptance")
 _BIN_ATTRS = {
@@ -165,7 +168,6 @@ def ising(
     betas = np.atleast_1d(beta_da.values)
     _check_memory(sizes, betas.size, realizations, n_bins, n_meas if series else 0, snapshot, kernel, chunks)
     schedule = (thermalization, sweeps, every)
-    per_L = []
     work = _work(sizes, betas.size * realizations, schedule, kernel)
     setups = [_Setup.make(kernel, size, betas, realizations, start == "hot", seed, n_bins, n_meas if series else 0,
                           snapshot, backend) for size in sizes]
@@ -174,21 +176,28 @@ def ising(
     # lattices of 256^2 took longer than 256), and the scheduler could start two of the costliest
     # on one worker (see docs/scaling.rst).
     chains = engine.Chains.balanced([(s.n_groups, s.spg * s.L**2) for s in setups], engine.worker_count())
+    eager = chunks is None and engine._active_client() is None
     # The bar of an eager run advances by sweeps: pieces of the lattices would leave the GPU's
     # multiprocessors (and the CPU's threads) without groups to run.
-    shown = chunks is None and engine._active_client() is None and bar_shown(progress)
+    shown = eager and bar_shown(progress)
+    # Eager on a GPU, the sizes run at once when their arrays are small (each then leaves most
+    # of the GPU idle: the README example's 5 groups of each L), else one after the other.
+    together = (eager and store is None and _backend.resolve(backend) == "cuda"
+                and sum(s.device_bytes() for s in setups) <= TOGETHER_BYTES)
+
+    def run_size(stored, position, setup):
+        size = setup.L
+        with progress_bar(sum(schedule[:2]), shown, "sweeps", f"L={size}", position if together else None) as bar:
+            block = functools.partial(_run_groups, setup, schedule, checkpoints=stored and stored.part(f"L{size}-at"),
+                                      advance=bar.update if shown else None)
+            return setup, engine.run_realizations(block, setup.n_groups, setup.outputs(), chunks=chunks,
+                                                  progress=False, what=f"L={size}, {betas.size} values of beta, "
+                                                                       f"realizations={realizations}",
+                                                  store=stored and stored.part(f"L{size}"), chains=chains)
+
     with engine.stored_run(store, "ising", call, seed) as stored, estimate.timed(work, backend, progress) as clock:
-        for setup in setups:
-            size = setup.L
-            with progress_bar(sum(schedule[:2]), shown, "sweeps", f"L={size}") as bar:
-                block = functools.partial(_run_groups, setup, schedule,
-                                          checkpoints=stored and stored.part(f"L{size}-at"),
-                                          advance=bar.update if shown else None)
-                raw = engine.run_realizations(block, setup.n_groups, setup.outputs(), chunks=chunks, progress=False,
-                                              what=f"L={size}, {betas.size} values of beta, "
-                                                   f"realizations={realizations}",
-                                              store=stored and stored.part(f"L{size}"), chains=chains)
-            per_L.append((setup, raw))
+        per_L = engine.run_together([functools.partial(run_size, stored, i, s) for i, s in enumerate(setups)],
+                                   together)
         clock.ran({size: raw for size, (_, raw) in zip(sizes, per_L)})
     return _dataset(per_L, sizes, L, beta_da, realizations, schedule, n_bins, call, seed, kernel, start, backend)
 
@@ -289,6 +298,11 @@ class _Setup:
                    n_groups=-(-n_systems // spg), thr=thr, hot=hot, seed=seed,
                    keys=tuple(metropolis.philox_key(L, t) for t in tags), n_bins=n_bins, n_series=n_series,
                    snapshot=snapshot, backend=backend)
+
+    def device_bytes(self) -> int:
+        """Bytes of the lattices and outputs of all groups."""
+        item = 4 if self.kernel == "multispin" else 1
+        return self.n_groups * 2 * self.L * self.S * item + sum(o.nbytes() for o in self.outputs().values())
 
     def outputs(self) -> dict:
         shape = (self.n_groups, self.spg)
