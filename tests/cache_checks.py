@@ -1,7 +1,7 @@
 """Runs registered examples in a fresh process and prints JSON (for ``tests/core/test_kernel_cache.py``).
 
-``python tests/cache_checks.py [--edited] [name ...]``: runs the ``example`` of each named
-run function (all without names) on the CPU backend and prints the top-level numba
+``python tests/cache_checks.py [--edited] [--cuda] [name ...]``: runs the ``example`` of each named
+run function (all without names) on the CPU backend (``--cuda``: the GPU) and prints the top-level numba
 compilations, the disk-cache hits and misses of the dispatchers that carry the package's
 kernel cache, and a digest of every result. ``--edited`` makes the process see a different
 package source (as after an edit). The cache directory comes from ``NUMBA_CACHE_DIR``.
@@ -46,12 +46,14 @@ def main(argv):
     if argv and argv[0] == "--edited":
         argv = argv[1:]
         cache.package_digest = lambda: "an edited source"
+    backend = "cuda" if argv and argv[0] == "--cuda" else "cpu"
+    argv = argv[backend == "cuda":]
     listener = _TopLevel()
     results = {}
     with event.install_listener("numba:compile", listener):
         for entry in registry.registered():
             if not argv or entry.name in argv:
-                results[entry.name] = digest(entry.function(**entry.example(), backend="cpu"))
+                results[entry.name] = digest(entry.function(**entry.example(), backend=backend))
     stats = {}
     for obj in gc.get_objects():
         if isinstance(obj, Dispatcher) and isinstance(obj._cache, cache.StableFunctionCache) and obj.overloads:

@@ -16,6 +16,7 @@ import copy
 import functools
 import os
 import re
+import sys
 import threading
 import warnings
 import weakref
@@ -239,12 +240,43 @@ def simulating_cuda() -> bool:
 def cuda_available() -> bool:
     """True if a usable CUDA GPU (or the CUDA simulator) is visible.
 
-    Initialises the driver (``cuInit``) on first call but creates no context.
+    Initialises the driver (``cuInit``) on first call but creates no context. Where no CUDA
+    driver library is installed, answers without importing ``numba.cuda`` (half a second).
     """
+    if not simulating_cuda() and not cuda_driver_installed():
+        return False
     try:
         return bool(cuda_module().is_available())
     except Exception:  # no driver, no libcuda, broken install: no GPU for us
         return False
+
+
+#: Where CUDA drivers install ``libcuda.so`` outside the loader's path (WSL, some clusters).
+DRIVER_DIRECTORIES = ("/usr/lib/wsl/lib", "/usr/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+                      "/usr/local/nvidia/lib64", "/usr/local/nvidia/lib")
+
+
+def cuda_driver_installed() -> bool:
+    """Whether a CUDA driver library could be loaded: ``NUMBA_CUDA_DRIVER`` is set, or ``libcuda`` (Linux)
+    or ``nvcuda.dll`` (Windows) loads or lies in `DRIVER_DIRECTORIES`. Loads nothing of numba.
+
+    Returns
+    -------
+    bool
+        False only where no CUDA GPU can be used.
+    """
+    import ctypes
+
+    if os.environ.get("NUMBA_CUDA_DRIVER"):
+        return True
+    names = {"linux": ("libcuda.so.1", "libcuda.so"), "win32": ("nvcuda.dll",)}.get(sys.platform, ())
+    for name in names:
+        try:
+            ctypes.CDLL(name)
+            return True
+        except OSError:
+            pass
+    return sys.platform == "linux" and any(os.path.exists(os.path.join(d, "libcuda.so.1")) for d in DRIVER_DIRECTORIES)
 
 
 def cpu_threading_layer() -> str:
@@ -765,7 +797,7 @@ _CUDA_SETTINGS = ("OPT", "DEBUGINFO_DEFAULT", "BOUNDSCHECK", "FORCE_CUDA_CC", "C
 def _stable_cuda_cache():
     """numba-cuda's ``CUDACache`` under the stable key of :mod:`gpuensembles.core.cache`."""
     import numba_cuda
-    from numba.cuda import serialize
+    from numba.cuda import serialize, utils
     from numba.cuda.core import config
     from numba.cuda.dispatcher import CUDACache, CUDACacheImpl
 
@@ -784,5 +816,14 @@ def _stable_cuda_cache():
         def _index_key(self, sig, codegen):
             key = StableCacheMixin._index_key(self, sig, codegen)
             return key if self._launch_config_key is None else key + (("launch_config", self._launch_config_key),)
+
+        def load_overload(self, sig, target_context):
+            # numba's refreshes the target context first: every typing and lowering registry
+            # of the CUDA target, ~0.6 s of a process's first call, which only compiling needs
+            # (the compiler refreshes it itself on a miss); a kernel rebuilt from its cached
+            # cubin is launched without them. (A CPU function rebuilt so crashes: its machine
+            # code links to helper symbols the registries' modules register.)
+            with utils.numba_target_override(), self._guard_against_spurious_io_errors():
+                return self._load_overload(sig, target_context)
 
     return StableCUDACache

@@ -42,6 +42,24 @@ def test_cpu_needs_no_gpu():
     assert "CPU" in backend.device_name("cpu")
 
 
+def _fresh(code: str, **env) -> str:
+    environ = {k: v for k, v in os.environ.items() if k not in ("NUMBA_ENABLE_CUDASIM", "NUMBA_CUDA_DRIVER")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**environ, **env},
+                          timeout=120, check=True)
+    return done.stdout.split()
+
+
+def test_auto_on_a_machine_without_a_cuda_driver_does_not_import_numba_cuda():
+    # half a second of the first call where no GPU can be: numba.cuda is imported only where a
+    # driver library is (and then asked whether a GPU answers)
+    code = ("import sys; from gpuensembles.core import backend as b; "
+            "print(b.cuda_driver_installed(), b.resolve('auto'), 'numba.cuda' in sys.modules)")
+    installed, resolved, imported = _fresh(code)
+    assert imported == installed and (resolved == "cpu" or installed == "True")
+    # a driver named by NUMBA_CUDA_DRIVER counts as installed: numba then decides
+    assert _fresh(code, NUMBA_CUDA_DRIVER="/nowhere/libcuda.so")[::2] == ["True", "True"]
+
+
 HINT = "Grid size 3 will likely result in GPU under-utilization due to low occupancy."
 
 
