@@ -343,9 +343,14 @@ def test_a_run_in_pieces_equals_it_in_one(kernel, L, realizations):
         resumed = ising_model._run_groups(setup, schedule, 0, setup.n_groups, checkpoints=ResumeAt9())
         # what a run with a progress bar does: its sweeps in pieces, each piece's sweeps reported
         patch.setattr(ising_model, "PROGRESS_PIECES", 4)
+        patch.setattr(ising_model, "PROGRESS_SECONDS", 0.0)  # after the first piece, one sweep a piece
         advanced = []
         shown = ising_model._run_groups(setup, schedule, 0, setup.n_groups, advance=advanced.append)
-    assert advanced == [4, 4, 4, 3]
+        assert advanced == [4] + [1] * 11
+        patch.setattr(ising_model, "PROGRESS_SECONDS", 1e9)  # a fast run: the rest in one piece
+        advanced.clear()
+        ising_model._run_groups(setup, schedule, 0, setup.n_groups, advance=advanced.append)
+        assert advanced == [4, 11]
     for name in one:
         np.testing.assert_array_equal(resumed[name], one[name], err_msg=name)
         np.testing.assert_array_equal(shown[name], one[name], err_msg=name)

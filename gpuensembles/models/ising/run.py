@@ -36,9 +36,10 @@ MAX_SWEEPS = 2**31 - 1
 #: A stored run's chunk runs its sweeps in this many pieces, and saves its state after a piece
 #: when this many seconds have passed since the last save (a kill loses at most that much).
 CHECKPOINT_PIECES, CHECKPOINT_SECONDS = 64, 60.0
-#: An eager run with a progress bar runs its sweeps in this many pieces (a stored one in
-#: `CHECKPOINT_PIECES`).
-PROGRESS_PIECES = 20
+#: An eager run with a progress bar runs the first 1 / `PROGRESS_PIECES` of its sweeps, then
+#: pieces that last about `PROGRESS_SECONDS` each at the rate seen so far (a stored one runs
+#: `CHECKPOINT_PIECES`): the bar moves, and a short run is not cut into many launches.
+PROGRESS_PIECES, PROGRESS_SECONDS = 20, 0.5
 #: An eager GPU run runs its sizes at once when their lattices and outputs take at most this
 #: many bytes (see :func:`gpuensembles.core.engine.run_together`).
 TOGETHER_BYTES = 1 << 30
@@ -320,6 +321,17 @@ def _spans(total: int, pieces: int | None = None) -> list:
     return [(first, min(first + size, total)) for first in range(0, total, size)]
 
 
+def _progress_spans(total: int):
+    """``(first, stop)`` of the pieces of a run with a progress bar, each chosen after the last
+    has run: ``ceil(total / PROGRESS_PIECES)`` sweeps, then the sweeps that take
+    `PROGRESS_SECONDS` at the rate so far (at least one)."""
+    first, size, started = 0, max(1, -(-total // PROGRESS_PIECES)), time.monotonic()
+    while first < total:
+        stop = min(first + size, total)
+        yield first, stop
+        first, size = stop, max(1, int(stop * PROGRESS_SECONDS / max(time.monotonic() - started, 1e-9)))
+
+
 def _run_groups(setup, schedule, start, stop, checkpoints=None, advance=None) -> dict:
     """Groups ``[start, stop)`` of one ``L``: bin sums, series and snapshots per lattice.
 
@@ -327,8 +339,8 @@ def _run_groups(setup, schedule, start, stop, checkpoints=None, advance=None) ->
     (:func:`_spans`), and the state after a piece (lattices, bins, series) is saved there
     when `CHECKPOINT_SECONDS` have passed since the last save: a chunk killed on its way
     resumes from its last state, with the numbers of a run in one piece. With ``advance``
-    (a progress bar's ``update``), they run in at least `PROGRESS_PIECES` pieces, and
-    ``advance`` is given each piece's sweeps, as a share of the ``L``'s groups.
+    (a progress bar's ``update``), they run in pieces too (:func:`_progress_spans`, unless
+    stored), and ``advance`` is given each piece's sweeps, as a share of the ``L``'s groups.
     """
     L, S, spg = setup.L, setup.S, setup.spg
     multispin = setup.kernel == "multispin"
@@ -342,8 +354,7 @@ def _run_groups(setup, schedule, start, stop, checkpoints=None, advance=None) ->
     run = lattices.cuda_runner(setup.kernel) if backend == "cuda" else lattices.cpu_runner(setup.kernel)
     geometry = (L, S, setup.layout == "strips", spg, setup.span, n_systems)
     total = sum(schedule[:2])
-    spans = [(0, total)] if checkpoints is None and advance is None else _spans(
-        total, PROGRESS_PIECES if checkpoints is None else None)
+    spans = _spans(total) if checkpoints is not None else [(0, total)] if advance is None else _progress_spans(total)
     found = None if checkpoints is None else checkpoints.latest((start, stop))
     saved_at = None  # the sweep of the state kept in the store
     if found is not None:
