@@ -41,7 +41,7 @@ def _simulator_cases() -> dict:
                         realizations=3, series=True, snapshot=True, seed=7,
                         kernel="int8" if path == "int8" else "multispin", progress=False)
              for path in ("resident", "launched", "int8")}
-    # two sizes, run at once on threads of their own (ising_model.TOGETHER_BYTES)
+    # two sizes (on a GPU they run at once, on threads of their own: ising_model.TOGETHER_BYTES)
     ising["resident"]["L"] = [6, 8]
     # the launched multi-spin kernel on one 64^2 lattice in strips (STRIPS_MIN_L lowered to 64),
     # and with room for one word set aside per warp (the others finished at once): 40 rows take
@@ -66,6 +66,10 @@ def _simulator_cases() -> dict:
     # on 35 words a row: two columns of words, the second with three, 18 pieces of 8 rows (the
     # last of each column 6) dealt out in 6 turns
     ising["resident-columns"] = dict(ising["resident"], L=70, realizations=1)
+    # few lattices of 64^2 go in strips (ising_model.FEW_SYSTEMS), in the resident strips
+    # kernel: one block of 32 threads a lattice (one word a row), two lattices, three
+    # measurements (the last bin holds two), a time series
+    ising["resident-strips"] = dict(ising["resident"], L=64, beta=[0.35, 0.44], realizations=1, sweeps=3, bins=2)
     # 40 lattices are two groups, launched one at a time (_MAX_GRID_Z lowered to 1): each
     # launch gets its own part of the lattice array
     ising["launched-chunks"] = dict(ising["launched"], realizations=20)

@@ -109,6 +109,7 @@ def kuramoto(path):
 
 
 RESIDENT_MAX_L, STRIPS_MIN_L, WARP_ROOM = lattices.RESIDENT_MAX_L, ising_model.STRIPS_MIN_L, lattices._WARP_ROOM
+RESIDENT_STRIPS_MAX_L = lattices.RESIDENT_STRIPS_MAX_L
 BAND_WORDS, HALO = bands.MAX_WORDS, bands.HALO
 MAX_GRID_Z = lattices._MAX_GRID_Z
 
@@ -118,6 +119,8 @@ def ising(path):
     os.environ[lattices.RESIDENT_THREADS_VARIABLE] = "96" if path == "resident-columns" else ""
     os.environ[lattices.SWEEP_ROWS_VARIABLE] = "2" if path == "launched-strips-crowded" else ""
     ising_model.STRIPS_MIN_L = 64 if path.startswith(("launched-strips", "bands")) else STRIPS_MIN_L
+    # the launched strips kernels take the lattices that the resident strips kernel would
+    lattices.RESIDENT_STRIPS_MAX_L = 0 if path.startswith(("launched-strips", "bands")) else RESIDENT_STRIPS_MAX_L
     bands.MAX_WORDS, bands.HALO = (BAND_WORDS, 2) if path == "bands" else (0, HALO)
     lattices._WARP_ROOM = 1 if path.endswith("crowded") else WARP_ROOM
     lattices._MAX_GRID_Z = 1 if path == "launched-chunks" else MAX_GRID_Z

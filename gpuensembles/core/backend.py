@@ -209,6 +209,36 @@ def device_fence():
 
 
 @functools.cache
+def device_product():
+    """A device function ``product(a, b)``: ``a * b`` (float64) rounded on its own.
+
+    NVVM fuses a product and the sum it feeds into one FMA, rounded once, where the CPU rounds
+    twice; a product from ``dmul_rn`` is never fused, so sums of products agree bit for bit
+    with the CPU's. Under the simulator (Python floats) it is the plain product.
+
+    Returns
+    -------
+    callable
+        ``product(a, b)``, to call from CUDA device functions.
+    """
+    cuda = cuda_module()
+    if simulating_cuda():
+        @cuda.jit(device=True)
+        def product(a, b):
+            return a * b
+
+        return product
+    from numba.cuda import libdevice
+
+    @cuda.jit(device=True)
+    def product(a, b):
+        """``a * b``, never fused into an FMA."""
+        return libdevice.dmul_rn(a, b)
+
+    return product
+
+
+@functools.cache
 def device_byte_perm():
     """A device function ``byte_perm(x, y, selector)``: PTX's ``prmt.b32``.
 

@@ -186,10 +186,10 @@ def test_every_cuda_kernel_has_a_stable_key(tmp_path):
     env.pop("NUMBA_ENABLE_CUDASIM", None)
     keys = [json.loads(subprocess.run([sys.executable, "-c", CUDA_KEYS], env=env, capture_output=True, text=True,
                                       timeout=600, check=True).stdout) for _ in range(2)]
-    # 7 runners' kernels and the walks' second, 16 + 7 of the two Ising kinds (multi-spin: 9 persistent
+    # 7 runners' kernels and the walks' second, 17 + 8 of the two Ising kinds (multi-spin: 9 persistent
     # sweeps, one for each rows a thread and counting, and 2 band sweeps, counting or not, each set
     # built from one source: their keys differ by the closure's values)
-    assert len(keys[0]) == 31
+    assert len(keys[0]) == 33
     assert all(isinstance(key, str) and len(key) == 64 for _, key in keys[0]), keys[0]
     shared = [name for name, key in keys[0] if [k for _, k in keys[0]].count(key) > 1]
     # the Ising kinds' sum_counts and record kernels: same source and cells

@@ -26,10 +26,12 @@ def test_gpu_configurations_equal_cpu(monkeypatch, tmp_path, path):
     run_together, together = ising_model.engine.run_together, []
     monkeypatch.setattr(ising_model.engine, "run_together",
                         lambda calls, at_once: together.append(at_once) or run_together(calls, at_once))
-    if path == "launched":
+    if path == "launched":  # (10 lattices of 64^2 kept packed: few lattices go in strips)
         monkeypatch.setattr(lattices, "RESIDENT_MAX_L", 0)
+        monkeypatch.setattr(ising_model, "FEW_SYSTEMS", 0)
     if path in ("strips", "bands"):
         monkeypatch.setattr(ising_model, "STRIPS_MIN_L", 64)
+        monkeypatch.setattr(lattices, "RESIDENT_STRIPS_MAX_L", 0)
     if path == "strips":
         monkeypatch.setattr(bands, "MAX_WORDS", 0)
     # int8: L = 6 updates site by site, 16 and 264 four sites per uint32; 264 (33 quads a row)
@@ -40,7 +42,7 @@ def test_gpu_configurations_equal_cpu(monkeypatch, tmp_path, path):
               kernel="int8" if path == "int8" else "multispin", progress=False)
     cpu, gpu = ge.ising(backend="cpu", **kw), ge.ising(backend="cuda", **kw)
     assert gpu.attrs["backend"] == "cuda"
-    if path in ("strips", "bands"):
+    if path in ("resident", "strips", "bands"):  # resident: L = 8 packed, 64 in strips (few lattices)
         assert "L=64: strips" in gpu.attrs["layout"]
     assert (taken and all(sweeps and sweeps.bands > 1 for sweeps in taken)) if path == "bands" else not any(taken)
     # a stored run: its chunks run in pieces of sweeps, each saved, the lattices copied back in between
@@ -75,6 +77,19 @@ def test_gpu_band_sweeps_of_one_lattice_equal_cpu(monkeypatch, halo):
               progress=False)
     cpu, gpu = ge.ising(backend="cpu", **kw), ge.ising(backend="cuda", **kw)
     assert len(taken) == 1 and taken[0] is not None and taken[0].bands >= 64
+    for name in cpu.data_vars:
+        np.testing.assert_array_equal(gpu[name].values, cpu[name].values, err_msg=name)
+
+
+def test_gpu_resident_strips_equal_cpu():
+    # few lattices in strips, each in one block's shared memory: 64^2 (one word a row of a
+    # colour, 64 threads), 192^2 (3 words a row: 576 words over 256 threads) and 256^2 (4 a
+    # row, 1024 words: 4 a thread); every sweep measured
+    kw = dict(L=[64, 192, 256], beta=[0.3, 0.44, 0.6], sweeps=30, thermalization=5, realizations=2, bins=4,
+              series=True, snapshot=True, seed=13, progress=False)
+    cpu, gpu = ge.ising(backend="cpu", **kw), ge.ising(backend="cuda", **kw)
+    assert gpu.attrs["layout"] == "L=64: strips; L=192: strips; L=256: strips"
+    assert lattices.cuda_runner("multispin").kernels[-1].overloads  # the resident strips kernel ran
     for name in cpu.data_vars:
         np.testing.assert_array_equal(gpu[name].values, cpu[name].values, err_msg=name)
 

@@ -202,16 +202,19 @@ def test_resident_rows_give_every_warp_work():
 def test_resident_threads_by_groups_and_setting(monkeypatch):
     # two blocks share a multiprocessor when the groups outnumber them; never more than the kernel allows
     monkeypatch.delenv(lattices.RESIDENT_THREADS_VARIABLE, raising=False)
-    assert lattices.resident_threads(256, 132, 1024) == 256
-    assert lattices.resident_threads(15, 132, 1024) == 512
-    assert lattices.resident_threads(15, 132, 480) == 480
+    assert lattices.resident_threads(256, 132, 1024, 2048) == 256
+    assert lattices.resident_threads(15, 132, 1024, 2048) == 512
+    assert lattices.resident_threads(15, 132, 480, 2048) == 480
+    # and no more than two words a thread: 32^2 (512 words) 256, 6^2 (18 words) one warp
+    assert lattices.resident_threads(5, 132, 1024, 512) == 256
+    assert lattices.resident_threads(5, 132, 1024, 18) == 32
     monkeypatch.setenv(lattices.RESIDENT_THREADS_VARIABLE, "384")
-    assert lattices.resident_threads(256, 132, 1024) == 384
+    assert lattices.resident_threads(256, 132, 1024, 512) == 384
     with pytest.raises(ValueError, match="at most 320 threads per block.*ising_resident"):
-        lattices.resident_threads(256, 132, 320)
+        lattices.resident_threads(256, 132, 320, 2048)
     monkeypatch.setenv(lattices.RESIDENT_THREADS_VARIABLE, "100")
     with pytest.raises(ValueError, match="multiple of 32"):
-        lattices.resident_threads(256, 132, 1024)
+        lattices.resident_threads(256, 132, 1024, 2048)
 
 
 def test_sweep_segments_end_at_every_measured_sweep():

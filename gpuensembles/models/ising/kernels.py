@@ -39,6 +39,7 @@ from ...core.backend import (
     compiled,
     device_byte_perm,
     device_fence,
+    device_product,
     identity,
     kernel_options,
     launching,
@@ -392,11 +393,17 @@ _SET_ASIDE = 384
 #: per group of 32 lattices, with the words set aside within the 48 KiB every GPU grants
 #: without opting in).
 RESIDENT_MAX_L = 102
+#: Largest lattice in strips (one lattice a group, ``L / 8`` words a row) that the resident
+#: strips kernel keeps in shared memory (``L^2 / 8`` bytes), and its threads per block at most.
+RESIDENT_STRIPS_MAX_L, RESIDENT_STRIPS_THREADS = 256, 256
 
 
-def resident_threads(n_groups: int, multiprocessors: int, most: int) -> int:
+def resident_threads(n_groups: int, multiprocessors: int, most: int, words: int) -> int:
     """Threads per block of the resident kernel: ``GPUENSEMBLES_ISING_RESIDENT_THREADS``, else
-    256 when the ``n_groups`` blocks outnumber the ``multiprocessors`` and 512 when they do not.
+    256 when the ``n_groups`` blocks outnumber the ``multiprocessors`` and 512 when they do not,
+    but no more than two ``words`` of a colour a thread (rounded up to whole warps): the README
+    example's 5 groups of 32^2 (512 words) took 5.50 us a sweep at 256 threads, 6.29 at 512
+    (H100, alone; 64^2 with 2048 words 10.46 at 512, 11.34 at 256).
 
     ``most`` is the most threads a block of the compiled kernel can have (its registers); a
     setting above it raises ``ValueError`` (cap the registers with
@@ -414,7 +421,7 @@ def resident_threads(n_groups: int, multiprocessors: int, most: int) -> int:
     text = os.environ.get(RESIDENT_THREADS_VARIABLE, "")
     if not text:
         threads = _RESIDENT_THREADS["shared" if n_groups > multiprocessors else "alone"]
-        return min(threads, most // 32 * 32)
+        return max(32, min(threads, most // 32 * 32, -(-words // 64) * 32))
     threads = int(text)
     if not (32 <= threads <= 1024 and threads % 32 == 0):
         raise ValueError(f"{RESIDENT_THREADS_VARIABLE} must be a multiple of 32 in [32, 1024], got {text!r}")
@@ -632,6 +639,7 @@ def cuda_runner(kind: str):
     stride = metropolis.THRESHOLD_STRIDE[kind]
     per_thread = _INT8_STRETCHES
     lane_count = _lane_count_device()
+    product = device_product()
     buf_size = 1024 if simulating_cuda() else 1
 
     finish_word = device(_finish_word)
@@ -1143,24 +1151,11 @@ def cuda_runner(kind: str):
         totals, bins, series = view(totals), view(bins), view(series)
         sums = cuda.local.array(6, numba.float64)
         if s < n_systems:
-            b = -1
+            b, b_end = -1, i
             for k in range(measured):
-                e, m, acceptance = metropolis.measurement(N, totals[k, s, 0], totals[k, s, 1], totals[k, s, 2])
-                kb = metropolis.bin_of(i + k, bins.shape[1], n_measurements)
-                if kb != b:
-                    if b >= 0:
-                        for q in range(6):
-                            bins[s, b, q] = sums[q]
-                    b = kb
-                    for q in range(6):
-                        sums[q] = bins[s, b, q]
-                metropolis.add_to_bin(sums, e, m, acceptance)
-                if series.shape[1] > 0:
-                    series[s, i + k, 0] = e
-                    series[s, i + k, 1] = m
-            if b >= 0:
-                for q in range(6):
-                    bins[s, b, q] = sums[q]
+                b, b_end = add_measurement(sums, bins, series, s, b, b_end, i + k, n_measurements, N, totals[k, s, 0],
+                                           totals[k, s, 1], totals[k, s, 2])
+            keep_bin(sums, bins, s, b)
 
     @cuda.jit(device=True)
     def flush(planes, buf):
@@ -1181,6 +1176,44 @@ def cuda_runner(kind: str):
     def bin_end(b, n_bins, n_measurements):
         """The first measurement past bin ``b`` (see metropolis.bin_of)."""
         return ((b + 1) * n_measurements + n_bins - 1) // n_bins
+
+    @cuda.jit(device=True)
+    def add_measurement(sums, bins, series, s, b, b_end, i, n_measurements, N, down, anti, flips):
+        """Add measurement ``i`` of system ``s`` (its counts) to its bin and series, as
+        metropolis.record adds it (the same sums). The bin's sums are kept in ``sums`` (6) while
+        the bin lasts: when the next bin begins, they go to ``bins`` (see `keep_bin`). Returns
+        the bin and the first measurement past it (``b = -1``, ``b_end <= i`` before the first)."""
+        if i >= b_end:
+            keep_bin(sums, bins, s, b)
+            b = metropolis.bin_of(i, bins.shape[1], n_measurements)
+            b_end = bin_end(b, bins.shape[1], n_measurements)
+            for q in range(6):
+                sums[q] = bins[s, b, q]
+        e, m, acceptance = metropolis.measurement(N, down, anti, flips)
+        add_to_bin(sums, e, m, acceptance)
+        if series.shape[1] > 0:
+            series[s, i, 0] = e
+            series[s, i, 1] = m
+        return b, b_end
+
+    @cuda.jit(device=True)
+    def add_to_bin(sums, e, m, acceptance):
+        """metropolis.add_to_bin with each product rounded on its own (never an FMA with the sum
+        it goes to): the CPU's sums, bit for bit."""
+        m2 = product(m, m)
+        sums[0] += e
+        sums[1] += product(e, e)
+        sums[2] += abs(m)
+        sums[3] += m2
+        sums[4] += product(m2, m2)
+        sums[5] += acceptance
+
+    @cuda.jit(device=True)
+    def keep_bin(sums, bins, s, b):
+        """Write bin ``b``'s sums (if ``b >= 0``) to ``bins``."""
+        if b >= 0:
+            for q in range(6):
+                bins[s, b, q] = sums[q]
 
     @cached
     @cuda.jit(**kernel_options("ising_resident"))
@@ -1210,7 +1243,6 @@ def cuda_runner(kind: str):
         for i in range(vertical.PLANES):
             counters[i] = np.uint32(0)
         n_measurements = sweeps // every
-        n_bins = bins.shape[1]
         s = g * 32 + tid  # the lattice whose measurements thread tid < 32 records
         recording = tid < 32 and s < n_systems
         b, b_end = -1, i0
@@ -1270,27 +1302,83 @@ def cuda_runner(kind: str):
                 cuda.syncthreads()  # the colour's words written before the other colour reads them
             if measured:
                 if recording:
-                    if i_meas >= b_end:  # a new bin: keep the last one's sums, take this one's
-                        if b >= 0:
-                            for q in range(6):
-                                bins[s, b, q] = sums[tid, q]
-                        b = metropolis.bin_of(i_meas, n_bins, n_measurements)
-                        b_end = bin_end(b, n_bins, n_measurements)
-                        for q in range(6):
-                            sums[tid, q] = bins[s, b, q]
-                    e, m, acceptance = metropolis.measurement(L * L, tally[0, tid], tally[1, tid], tally[2, tid])
-                    metropolis.add_to_bin(sums[tid], e, m, acceptance)
-                    if series.shape[1] > 0:
-                        series[s, i_meas, 0] = e
-                        series[s, i_meas, 1] = m
+                    b, b_end = add_measurement(sums[tid], bins, series, s, b, b_end, i_meas, n_measurements, L * L,
+                                               tally[0, tid], tally[1, tid], tally[2, tid])
                 if tid < 32:  # (the next adds to the tally come after the next sweep's first barrier)
                     for q in range(_COUNTS):
                         tally[q, tid] = 0
                 i_meas += 1
                 next_measured += every
-        if recording and b >= 0:
-            for q in range(6):
-                bins[s, b, q] = sums[tid, q]
+        if recording:
+            keep_bin(sums[tid], bins, s, b)
+        cuda.syncthreads()
+        for i in range(tid, 2 * words, nt):
+            lattice[g * 2 * words + i] = sh[i]
+
+    update_word = device(_update_word)
+    anti_aligned = device(metropolis.anti_aligned)
+
+    @cached
+    @cuda.jit
+    def resident_strips(lattice, thr, group0, seed, key, L, S, therm, sweeps, every, bins, series, first_sweep,
+                        stop_sweep, i0):
+        # One block per lattice in strips (one group: 32 strips of L / 32 columns, S = L / 64
+        # words a row of a colour), kept in shared memory for the whole run; each thread updates
+        # words of the colour in turn (their lanes are strips of the one lattice, so a word's
+        # counts are popcounts). A measured sweep: the flips as they happen, then the down spins
+        # of both colours and the anti-aligned bonds of the black words (as the CPU counts them),
+        # into the block's tally; thread 0 records the measurement.
+        sh = cuda.shared.array(0, dtype=numba.uint32)
+        tally = cuda.shared.array((1, 1, 32, _COUNTS), dtype=numba.int64)  # (add_counts' slots)
+        sums = cuda.shared.array(6, dtype=numba.float64)
+        thr, bins, series = view(thr), view(bins), view(series)
+        g = cuda.blockIdx.x
+        tid = cuda.threadIdx.x
+        nt = cuda.blockDim.x
+        words = L * S
+        for i in range(tid, 2 * words, nt):
+            sh[i] = lattice[g * 2 * words + i]
+        if tid < 32:
+            for q in range(_COUNTS):
+                tally[0, 0, tid, q] = 0
+        cuda.syncthreads()
+        n_measurements = sweeps // every
+        b, b_end, i_meas = -1, i0, i0
+        next_measured = therm + (i0 + 1) * every - 1  # the sweeps measured: therm + k every - 1, k = 1, 2, ...
+        for t in range(first_sweep, stop_sweep):
+            measured = t == next_measured
+            flips = 0
+            for c in range(2):
+                hs = np.uint32(2 * t + c)
+                for i in range(tid, words, nt):
+                    y = i // S
+                    f = update_word(sh, sh, 0, g * stride, c, y, i - y * S, L, S, True, thr, seed, key, hs, group0 + g)
+                    flips += cuda.popc(f)
+                cuda.syncthreads()  # the colour's words written before the other colour reads them
+            if measured:
+                down = anti = 0
+                for i in range(tid, words, nt):
+                    y = i // S
+                    ones, twos, fours = anti_aligned(sh, 0, y, i - y * S, L, S, True)
+                    anti += cuda.popc(ones) + 2 * cuda.popc(twos) + 4 * cuda.popc(fours)
+                    down += cuda.popc(sh[i]) + cuda.popc(sh[words + i])
+                add_counts(tally, 0, 0, np.uint32(flips), np.uint32(down), np.uint32(anti))
+                cuda.syncthreads()
+                if tid == 0:  # (the next adds to the tally come after the next sweep's barriers)
+                    totals = cuda.local.array(_COUNTS, dtype=numba.int64)
+                    lo = 0 if sim else g & 31  # (add_counts' slot of the block; the simulator's: each lane's)
+                    hi = 32 if sim else lo + 1
+                    for q in range(_COUNTS):
+                        totals[q] = 0
+                        for slot in range(lo, hi):
+                            totals[q] += tally[0, 0, slot, q]
+                            tally[0, 0, slot, q] = 0
+                    b, b_end = add_measurement(sums, bins, series, g, b, b_end, i_meas, n_measurements, L * L,
+                                               totals[0], totals[1], totals[2])
+                i_meas += 1
+                next_measured += every
+        if tid == 0:
+            keep_bin(sums, bins, g, b)
         cuda.syncthreads()
         for i in range(tid, 2 * words, nt):
             lattice[g * 2 * words + i] = sh[i]
@@ -1308,9 +1396,10 @@ def cuda_runner(kind: str):
             # (the resident kernel measures in place;) the counts of the measurements of one
             # launch (fused: see column_sweeps), else of one
             in_place = multispin and not strips and L <= RESIDENT_MAX_L
-            fused = multispin and strips
+            in_place_strips = multispin and strips and L <= RESIDENT_STRIPS_MAX_L
+            fused = multispin and strips and not in_place_strips
             per_launch = measurements_per_launch(n_groups) if fused else 1
-            if not in_place:
+            if not (in_place or in_place_strips):
                 d_counts = cuda.to_device(np.zeros((per_launch, n_groups, 32, _COUNTS), dtype=np.int64))
                 # two sets of totals: a launch's are recorded into bins on a side stream while the
                 # next launch sweeps (recording is sequential float64 work, ~0.5 us a measurement)
@@ -1326,10 +1415,15 @@ def cuda_runner(kind: str):
                         d_series, np.int64(first), np.int64(stop), np.int64(i0)]
                 most = 1024 if sim else compiled(resident, *args).max_threads_per_block
                 sms = 1 if sim else cuda.get_current_device().MULTIPROCESSOR_COUNT
-                threads = min(resident_threads(n_groups, sms, most), -(-(L * S) // 32) * 32)
+                threads = min(resident_threads(n_groups, sms, most, L * S), -(-(L * S) // 32) * 32)
                 args[7] = resident_rows(L, S, threads)
                 args[8] = flush_every(args[7])
                 resident[n_groups, threads, stream, 8 * L * S](*args)
+            elif in_place_strips:
+                threads = min(RESIDENT_STRIPS_THREADS, -(-(L * S) // 32) * 32)
+                resident_strips[n_groups, threads, stream, 8 * L * S](
+                    d_lattice, d_thr, group0, seed, key, L, S, therm, sweeps, every, d_bins, d_series, np.int64(first),
+                    np.int64(stop), np.int64(i0))
             else:
                 sweep = sweeper(stream, d_lattice, d_thr, d_counts, n_groups, L, S, strips, seed, key, group0, schedule)
                 most = max(1, _WORDS_PER_LAUNCH // (n_groups * 2 * L * S))  # sweeps per launch (multi-spin)
@@ -1448,5 +1542,5 @@ def cuda_runner(kind: str):
     if multispin:
         sweeps += tuple(bands.band_kernel(counting) for counting in (False, True))
     run.kernels = tuple(k for k in (initial, *sweeps, half_sweep, half_sweep_sites, measure, sum_counts, record,
-                                    resident) if k is not None)
+                                    resident, resident_strips) if k is not None)
     return run

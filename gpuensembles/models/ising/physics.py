@@ -459,7 +459,11 @@ def bin_of(i, n_bins, n_measurements):
 
 @jit
 def add_to_bin(sums, e, m, acceptance):
-    """Add a measurement to a bin's ``sums`` of e, e^2, |m|, m^2, m^4, acceptance (6 values)."""
+    """Add a measurement to a bin's ``sums`` of e, e^2, |m|, m^2, m^4, acceptance (6 values).
+
+    The CUDA kernels add with their own copy (``kernels.cuda_runner``'s ``add_to_bin``), whose
+    products are never fused with the sums into FMAs: the same sums, bit for bit.
+    """
     m2 = m * m
     sums[0] += e
     sums[1] += e * e

@@ -28,8 +28,13 @@ Start = Literal["hot", "cold"]
 KERNELS, STARTS = lattices.KINDS, get_args(Start)
 assert KERNELS == get_args(Kernel)
 #: Multi-spin lattices at least this large, with ``L`` a multiple of 64, are stored one per
-#: group as 32 strips; smaller ones are packed 32 lattices per word (``replicas``).
+#: group as 32 strips; smaller ones are packed 32 lattices per word (``replicas``), unless a
+#: call has at most `FEW_SYSTEMS` lattices of an ``L`` of 64 to `FEW_STRIPS_MAX_L` (a multiple
+#: of 64): packed, they would be too few groups to fill a GPU (the README example's 160
+#: lattices of 64^2 were 5 groups, 5 of an H100's 132 multiprocessors), so they go in strips
+#: too. The rule does not look at the device: the same call runs the same chains everywhere.
 STRIPS_MIN_L = 1024
+FEW_SYSTEMS, FEW_STRIPS_MAX_L = 2048, 256
 MAX_L = 65536
 #: Sweeps are counted in a uint32 half-sweep counter (one value is reserved).
 MAX_SWEEPS = 2**31 - 1
@@ -182,8 +187,9 @@ def ising(
     # multiprocessors (and the CPU's threads) without groups to run.
     shown = eager and bar_shown(progress)
     # Eager on a GPU, the sizes run at once when their arrays are small (each then leaves most
-    # of the GPU idle: the README example's 5 groups of each L), else one after the other.
-    together = (eager and store is None and _backend.resolve(backend) == "cuda"
+    # of the GPU idle: the README example's 5 groups of each L), else one after the other (and
+    # under the CUDA simulator, which runs one kernel at a time).
+    together = (eager and store is None and _backend.resolve(backend) == "cuda" and not _backend.simulating_cuda()
                 and sum(s.device_bytes() for s in setups) <= TOGETHER_BYTES)
 
     def run_size(stored, position, setup):
@@ -284,7 +290,7 @@ class _Setup:
             layout, S, spg, span = "one lattice per group", L // 2, 1, 1
             thr = np.stack([p4, p8], axis=-1).ravel()
         else:
-            strips = L % 64 == 0 and L >= STRIPS_MIN_L
+            strips = L % 64 == 0 and (L >= STRIPS_MIN_L or (L <= FEW_STRIPS_MAX_L and n_systems <= FEW_SYSTEMS))
             layout, S, spg, span = ("strips", L // 64, 1, 32) if strips else ("replicas", L // 2, 32, 1)
             lanes = np.repeat(np.arange(n_systems), span) if strips else np.arange(n_systems)
             groups = -(-lanes.size // 32)
