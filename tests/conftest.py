@@ -111,9 +111,11 @@ def _start_simulator():
 
 
 #: Test files that take minutes on two cores, longest first: they start first, so that the
-#: xdist workers (tests of one file stay in one worker) finish together.
-LONG_FILES = ("test_docs.py", "test_cuda_simulator.py", "test_kernel_cache.py", "test_running_state.py",
-              "test_escape_times.py", "test_switching_currents.py", "test_switching_rates_glue.py", "test_bad_input.py")
+#: xdist workers (tests of one file stay in one worker) finish together. (test_kernel_cache.py
+#: is short, but early: it fills the kernel cache that the rest of the suite loads from.)
+LONG_FILES = ("test_fitting.py", "test_bad_input.py", "test_cuda_simulator.py", "test_kernel_cache.py",
+              "test_running_state.py", "test_docs.py", "test_switching_rates_glue.py", "test_escape_times.py",
+              "test_switching_currents.py")
 
 
 def _start_order(item) -> int:
