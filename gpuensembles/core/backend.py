@@ -287,8 +287,10 @@ DRIVER_DIRECTORIES = ("/usr/lib/wsl/lib", "/usr/lib64", "/usr/lib/x86_64-linux-g
 
 
 def cuda_driver_installed() -> bool:
-    """Whether a CUDA driver library could be loaded: ``NUMBA_CUDA_DRIVER`` is set, or ``libcuda`` (Linux)
-    or ``nvcuda.dll`` (Windows) loads or lies in `DRIVER_DIRECTORIES`. Loads nothing of numba.
+    """Whether a CUDA driver library could be loaded (nothing of numba is loaded to find out).
+
+    True when ``NUMBA_CUDA_DRIVER`` is set, or ``libcuda`` (Linux) or ``nvcuda.dll`` (Windows)
+    loads or lies in `DRIVER_DIRECTORIES`.
 
     Returns
     -------

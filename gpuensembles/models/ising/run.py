@@ -193,6 +193,7 @@ def ising(
                 and sum(s.device_bytes() for s in setups) <= TOGETHER_BYTES)
 
     def run_size(stored, position, setup):
+        """``(setup, raw outputs)`` of one ``L``, under its progress bar (line ``position`` when together)."""
         size = setup.L
         with progress_bar(sum(schedule[:2]), shown, "sweeps", f"L={size}", position if together else None) as bar:
             block = functools.partial(_run_groups, setup, schedule, checkpoints=stored and stored.part(f"L{size}-at"),
