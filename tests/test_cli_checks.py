@@ -181,8 +181,8 @@ def test_main_help_lists_the_examples_line_by_line(capsys):
 def test_progress_counts_what_a_user_recognises(capsys):
     ge.ising(L=4, beta=[0.3, 0.5, 0.6], sweeps=4, thermalization=2, realizations=16, backend="cpu", progress=True,
              seed=1)
-    err = capsys.readouterr().err  # the sweeps of all 48 lattices at once, in pieces
-    assert re.search(r"L=4: .* [1-6]/6 .* sweeps/s", err), err
+    err = capsys.readouterr().err  # the sweeps of all 48 lattices at once (a short run may draw only its start)
+    assert re.search(r"L=4: .* [0-6]/6 .* sweeps/s", err), err
     ge.kuramoto(N=16, K=1.0, h=0.01, steps=4, sample_every=2, realizations=3, backend="cpu", progress=True, seed=1)
     assert re.search(r"\d/3 .* systems/s", capsys.readouterr().err)
     ge.xorsat.solve(ge.xorsat.random_instance(12, seed=1), p=[0.1, 0.2], clones=32, runs=3, backend="cpu",
