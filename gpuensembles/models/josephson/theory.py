@@ -453,6 +453,24 @@ def _run_margin(gamma, Q):
     return float(phi - (top + 2.0 * math.pi))
 
 
+@functools.lru_cache(maxsize=4096)
+def _retrapping_at(Q, tol):
+    """``I_r / I_c`` at one ``Q`` (:func:`retrapping_current`), remembered: a call costs up to a second of orbits."""
+    from scipy.optimize import brentq
+
+    if Q < 0.5:
+        return 1.0  # far below the onset of hysteresis (Q ~ 0.84)
+    if Q > 1000.0:
+        return 4.0 / (math.pi * Q)  # the large-Q limit, within 2e-7 of the orbit's value at Q = 1000
+    high = 1.0 - 1e-6
+    if _run_margin(high, Q) <= 0:
+        return 1.0  # not hysteretic (to 1e-6): nothing runs below the critical current
+    low = min(0.5 * 4.0 / (math.pi * Q), 0.5)  # below the large-Q value, which is an upper bound
+    while _run_margin(low, Q) > 0:
+        low *= 0.5
+    return float(brentq(_run_margin, low, high, args=(Q,), xtol=tol, rtol=4 * np.finfo(float).eps))
+
+
 def retrapping_current(Q, *, tol=1e-9):
     """Noise-free retrapping current ``I_r / I_c`` of a junction of quality factor ``Q``.
 
@@ -487,23 +505,7 @@ def retrapping_current(Q, *, tol=1e-9):
     if not np.all(np.isfinite(q) & (q > 0)):
         raise ValueError(f"Q must be finite and > 0, got {Q!r}")
 
-    from scipy.optimize import brentq
-
-    def one(Q):
-        """``I_r / I_c`` at one ``Q``."""
-        if Q < 0.5:
-            return 1.0  # far below the onset of hysteresis (Q ~ 0.84)
-        if Q > 1000.0:
-            return 4.0 / (math.pi * Q)  # the large-Q limit, within 2e-7 of the orbit's value at Q = 1000
-        high = 1.0 - 1e-6
-        if _run_margin(high, Q) <= 0:
-            return 1.0  # not hysteretic (to 1e-6): nothing runs below the critical current
-        low = min(0.5 * 4.0 / (math.pi * Q), 0.5)  # below the large-Q value, which is an upper bound
-        while _run_margin(low, Q) > 0:
-            low *= 0.5
-        return float(brentq(_run_margin, low, high, args=(Q,), xtol=tol, rtol=4 * np.finfo(float).eps))
-
-    out = np.vectorize(one, otypes=[float])(q)
+    out = np.vectorize(lambda Q: _retrapping_at(float(Q), float(tol)), otypes=[float])(q)
     return float(out) if out.ndim == 0 else out
 
 
