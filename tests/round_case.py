@@ -14,13 +14,17 @@ def _first(segments, m):
 
 
 def _run(run, params, segments, seed, max_steps, width):
-    """One round of ``(row, pool, lo, hi, first_id, count)`` segments through ``core.ffs.Rounds`` (stream = row)."""
+    """One round of ``(row, pool, lo, hi, first_id, count)`` segments through ``core.ffs.Rounds``, whole and kept."""
     from gpuensembles.core.ffs import Rounds
 
     rounds = Rounds(run, params, np.arange(len(params), dtype=np.uint32), seed, width, max_steps)
     rows, pools, lo, hi, first_ids, counts = zip(*segments)
-    steps, status, ends = rounds(rows, counts, [np.asarray(pool, dtype=float) for pool in pools], lo, hi, first_ids)
-    return {"steps": steps.tolist(), "status": status.tolist(), "ends": ends.tolist()}
+    pools = [np.asarray(pool, dtype=float) for pool in pools]
+    steps, status, ends = rounds(rows, counts, pools, lo, hi, first_ids)
+    # the same round reduced by the runner (on a GPU, on the device): totals per segment, reached states
+    totals, kept = rounds.kept(rows, counts, pools, lo, hi, first_ids)
+    return {"steps": steps.tolist(), "status": status.tolist(), "ends": ends.tolist(), "totals": totals.tolist(),
+            "kept": kept.tolist()}
 
 
 def trial_round(backend, sizes=(12, 5, 24)):

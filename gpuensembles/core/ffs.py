@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .templates.rounds import CENSORED, REACHED
+from .templates.rounds import ALL_STEPS, CENSORED, CENSORED_COUNT, REACHED, REACHED_COUNT, REACHED_STEPS
 
 #: Bits of a trial id that count trials within one round (the rest names the round).
 _INDEX_BITS = 36
@@ -104,26 +104,49 @@ class Rounds:
         tuple
             ``(steps, status, ends)`` of the trials, segment after segment.
         """
+        points, counts, round_ = self._round(points, counts, pools, lo, hi, first_ids)
+        n = int(counts.sum())
+        steps = np.empty(n, dtype=np.int64)
+        status = np.empty(n, dtype=np.int8)
+        ends = np.empty((n, self.width), dtype=np.float64)
+        if n:
+            self.run(self.table, *round_, self.seed, self.max_steps, steps, status, ends)
+            ran = counts > 0
+            np.add.at(self.steps, points[ran], np.add.reduceat(steps, (np.cumsum(counts) - counts)[ran]))
+        return steps, status, ends
+
+    def kept(self, points, counts, pools, lo, hi, first_ids):
+        """Run one round as :meth:`__call__` does; return only its totals and the states that reached ``hi``.
+
+        Returns
+        -------
+        tuple
+            ``(totals, kept)``: per segment, the columns of
+            :data:`~gpuensembles.core.templates.rounds.TOTAL_COLUMNS` (int64); and the end
+            states (``width - 1`` columns) of the trials that reached ``hi``, segment after
+            segment in trial order. The device reduces a round so (a stage of tens of
+            millions of trials would otherwise cost the host more than the kernel).
+        """
+        points, counts, round_ = self._round(points, counts, pools, lo, hi, first_ids)
+        totals, kept = self.run.kept(self.table, *round_, self.seed, self.max_steps, self.width)
+        np.add.at(self.steps, points, totals[:, ALL_STEPS])
+        return totals, kept
+
+    def _round(self, points, counts, pools, lo, hi, first_ids):
+        """``(points, counts, (segments, windows, pool))``: the round's tables for the runner."""
         points, counts = np.asarray(points, dtype=np.int64), np.asarray(counts, dtype=np.int64)
         sizes = np.array([len(pool) for pool in pools], dtype=np.int64)
         if np.any((sizes == 0) & (counts > 0)):
             raise ValueError("every segment with trials needs at least one start state in its pool")
         stop = np.cumsum(counts)
-        n = int(stop[-1]) if stop.size else 0
-        steps = np.empty(n, dtype=np.int64)
-        status = np.empty(n, dtype=np.int8)
-        ends = np.empty((n, self.width), dtype=np.float64)
-        if n:
-            # the columns of templates.rounds.SEGMENT_COLUMNS
-            segments = np.column_stack([stop - counts, stop, points, self.streams[points],
-                                        np.asarray(first_ids, dtype=np.int64), np.cumsum(sizes) - sizes,
-                                        sizes]).astype(np.int64, copy=False)
-            windows = np.column_stack([np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)])
-            pool = np.concatenate([np.asarray(p, dtype=np.float64).reshape(-1, self.width - 1) for p in pools])
-            self.run(self.table, segments, windows, pool, self.seed, self.max_steps, steps, status, ends)
-            ran = counts > 0
-            np.add.at(self.steps, points[ran], np.add.reduceat(steps, (stop - counts)[ran]))
-        return steps, status, ends
+        # the columns of templates.rounds.SEGMENT_COLUMNS
+        segments = np.column_stack([stop - counts, stop, points, self.streams[points],
+                                    np.asarray(first_ids, dtype=np.int64), np.cumsum(sizes) - sizes,
+                                    sizes]).astype(np.int64, copy=False).reshape(-1, 7)
+        windows = np.column_stack([np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)])
+        pool = (np.concatenate([np.asarray(p, dtype=np.float64).reshape(-1, self.width - 1) for p in pools])
+                if len(pools) else np.zeros((0, self.width - 1)))
+        return points, counts, (segments, windows, pool)
 
 
 def direct_rates(rounds: Rounds, lam_b, dt, realizations: int) -> tuple:
@@ -456,28 +479,21 @@ def _stage(rounds, todo, live, configs, nxt, lam_a, settings, stage, batch):
     R = settings.replicas
     owners = [(j, r, int(settings.trials[todo[i]])) for j, i in enumerate(live) for r in range(R)
               if len(configs[i][r])]  # a replica that died out runs no trials
-    points = np.array([todo[live[j]] for j, _, _ in owners], dtype=np.int64)
-    steps, status, ends = rounds(points, [n for _, _, n in owners], [configs[live[j]][r] for j, r, _ in owners],
-                                 lam_a[points], [nxt[j] for j, _, _ in owners],
-                                 [trial_id(STAGE, stage, batch, r * n) for _, r, n in owners])
-    if np.any(status == CENSORED):
-        raise RuntimeError("a trial between interfaces ran out of steps")
     fractions, succeeded, fell = ([np.zeros(R) for _ in live] for _ in range(3))
     if not owners:
         return fractions, succeeded, fell
-    # per replica at once (a round holds tens of millions of trials): the sums of integer steps are exact,
-    # so the means are those of the trials' steps one by one
-    bounds = np.cumsum([0] + [n for _, _, n in owners])
-    won = np.flatnonzero(status == REACHED)
-    split = np.searchsorted(won, bounds)  # the successes of replica k are won[split[k]:split[k + 1]]
-    wins = np.diff(split)
-    summed = np.concatenate([[0], np.cumsum(steps[won])])
-    steps_won = summed[split[1:]] - summed[split[:-1]]
-    steps_all = np.add.reduceat(steps, bounds[:-1])
-    kept = np.split(ends[won, :-1], split[1:-1])
-    for (j, r, n), w, won, total, states in zip(owners, wins, steps_won, steps_all, kept):
+    points = np.array([todo[live[j]] for j, _, _ in owners], dtype=np.int64)
+    totals, kept = rounds.kept(points, [n for _, _, n in owners], [configs[live[j]][r] for j, r, _ in owners],
+                               lam_a[points], [nxt[j] for j, _, _ in owners],
+                               [trial_id(STAGE, stage, batch, r * n) for _, r, n in owners])
+    if np.any(totals[:, CENSORED_COUNT]):
+        raise RuntimeError("a trial between interfaces ran out of steps")
+    # the sums of integer steps are exact, so the means are those of the trials' steps one by one
+    wins = totals[:, REACHED_COUNT]
+    states = np.split(kept, np.cumsum(wins)[:-1])
+    for (j, r, n), w, won, total, mine in zip(owners, wins, totals[:, REACHED_STEPS], totals[:, ALL_STEPS], states):
         fractions[j][r] = w / n
         succeeded[j][r] = won / w if w else 0.0
         fell[j][r] = (total - won) / (n - w) if w < n else 0.0
-        configs[live[j]][r] = states
+        configs[live[j]][r] = mine
     return fractions, succeeded, fell

@@ -159,9 +159,9 @@ def test_descriptions_are_values_not_identities():
 CUDA_KEYS = """
 import json
 from gpuensembles.core import backend
-from gpuensembles.core.templates import coupled, first_passage, trajectories, walks
+from gpuensembles.core.templates import coupled, first_passage, rounds, trajectories, walks
 from gpuensembles.models.ising import kernels as lattices
-from gpuensembles.models.josephson.physics import escape_kernel, switching_kernel
+from gpuensembles.models.josephson.physics import escape_kernel, switching_kernel, trial_kernel
 from gpuensembles.models.kuramoto.physics import kernel as oscillators
 from gpuensembles.models.langevin.physics import kernel as trajectory_kernel
 from gpuensembles.models.mcls.physics import KERNELS
@@ -174,6 +174,7 @@ runners = [first_passage.first_passage_runner(escape_kernel("underdamped", "floa
            coupled.pairwise_runner(oscillators(), "cuda"), hypergraphs.cuda_runner()]
 kernels = [run.kernel for run in runners] + [k for kind in lattices.KINDS for k in lattices.cuda_runner(kind).kernels]
 kernels.append(runners[3].kernels[1])  # the walks' kernel for bins in shared memory
+kernels += rounds.trial_runner(trial_kernel("underdamped", "float64", "baoab"), "cuda").kernels
 cache = backend._stable_cuda_cache()
 print(json.dumps([[k.py_func.__qualname__, type(k._cache) is cache and k._cache.stable_key()] for k in kernels]))
 """
@@ -188,8 +189,9 @@ def test_every_cuda_kernel_has_a_stable_key(tmp_path):
                                       timeout=600, check=True).stdout) for _ in range(2)]
     # 7 runners' kernels and the walks' second, 17 + 8 of the two Ising kinds (multi-spin: 9 persistent
     # sweeps, one for each rows a thread and counting, and 2 band sweeps, counting or not, each set
-    # built from one source: their keys differ by the closure's values)
-    assert len(keys[0]) == 33
+    # built from one source: their keys differ by the closure's values), and the rounds' trials with
+    # their two reductions
+    assert len(keys[0]) == 36
     assert all(isinstance(key, str) and len(key) == 64 for _, key in keys[0]), keys[0]
     shared = [name for name, key in keys[0] if [k for _, k in keys[0]].count(key) > 1]
     # the Ising kinds' sum_counts and record kernels: same source and cells

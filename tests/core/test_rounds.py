@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from gpuensembles.core import ffs
-from gpuensembles.core.templates.rounds import REACHED, RETURNED, trial_runner
+from gpuensembles.core.templates.rounds import CENSORED, REACHED, RETURNED, trial_runner
 from gpuensembles.models.josephson import physics
 
 PARAMS = np.array([[1.0, 0.3, 0.5, 0.3, 0.01], [1.0, 1.0, 0.2, 0.5, 0.02]])
@@ -35,6 +35,23 @@ def test_a_segment_is_its_trials_one_by_one():
     # the steps each point spent, summed per segment
     np.testing.assert_array_equal(whole.steps, [steps[:7].sum(), steps[7:].sum()])
     np.testing.assert_array_equal(alone.steps, whole.steps)
+
+
+def test_a_kept_round_gives_each_segments_totals_and_its_reached_states_in_order():
+    # the reduced round against its whole outputs, segment by segment; a segment of no trials has zero totals
+    pools = [np.array([[1.2, 0.1], [np.nan, np.nan]]), np.array([[1.1, 0.3]]), np.array([[np.nan, np.nan]])]
+    args = ([0, 1, 0], [9, 0, 12], pools, [0.1, 0.1, 0.05], [0.5, 0.5, 0.6], [2**40, 2**40 + 50, 2**41])
+    whole, reduced = _rounds(), _rounds()
+    steps, status, ends = whole(*args)
+    totals, kept = reduced.kept(*args)
+    bounds = np.cumsum([0, *args[1]])
+    for k, (a, b) in enumerate(zip(bounds, bounds[1:])):
+        won = status[a:b] == REACHED
+        assert totals[k].tolist() == [won.sum(), steps[a:b][won].sum(), steps[a:b].sum(),
+                                      (status[a:b] == CENSORED).sum()]
+    assert 0 < totals[:, 0].sum() < len(steps)
+    np.testing.assert_array_equal(kept, ends[status == REACHED, :2])
+    np.testing.assert_array_equal(reduced.steps, whole.steps)
 
 
 def test_empty_segments_run_nothing_and_an_empty_pool_is_refused():

@@ -16,6 +16,11 @@ hundred segments, so the host builds and copies a few arrays of segments and the
 of six arrays the length of the round (that had taken more time than the kernels: H100, the
 Li junction's rates to 1%).
 
+A round whose trials' steps and end states are not all needed (a stage of forward flux
+sampling: its success count and step sums per segment, and the end states of its successes)
+can be run by ``run.kept``, which reduces on the device: the host then copies and handles a
+few numbers per segment and the successes' states, not 33 bytes a trial.
+
 Every trial draws its random numbers from Philox with key ``(seed, stream)`` and counter
 ``(draw, trial id)``, so a trial's path does not depend on how a round is split into
 launches or on the backend.
@@ -83,6 +88,10 @@ SEGMENT_COLUMNS = ("begin", "end", "row", "stream", "first_id", "pool_first", "p
 BEGIN, END, ROW, STREAM, FIRST_ID, POOL_FIRST, POOL_COUNT = range(len(SEGMENT_COLUMNS))
 #: Columns of a round's float segment table: the window ``(lo, hi)``.
 LO, HI = range(2)
+#: Columns of ``run.kept``'s totals per segment (int64): trials that reached ``hi``, their
+#: steps, the steps of all its trials, and its trials out of steps.
+TOTAL_COLUMNS = ("reached", "reached_steps", "steps", "censored")
+REACHED_COUNT, REACHED_STEPS, ALL_STEPS, CENSORED_COUNT = range(len(TOTAL_COLUMNS))
 
 
 @functools.cache
@@ -99,8 +108,37 @@ def trial_runner(kernel: TrialKernel, backend: str):
     ``(LO, HI)`` with Philox stream ``STREAM`` and trial id ``FIRST_ID + j``, and leaves its
     step count in ``steps[i]``, its status in ``status[i]`` and its end state in ``ends[i]``
     (all output arrays are filled in place).
+
+    ``run.kept(params, segments, windows, pool, seed, max_steps, width) -> (totals, kept)``
+    runs the same trials and returns only their totals per segment (int64, columns
+    `TOTAL_COLUMNS`) and the first ``width - 1`` columns of the end states of the trials that
+    reached ``hi``, in trial order: what :func:`segment_totals` makes of the whole outputs.
     """
     return build_for(backend, kernel, _cpu_trials, _cuda_trials)
+
+
+def segment_totals(segments, steps, status, ends) -> tuple:
+    """Totals per segment (columns `TOTAL_COLUMNS`) and the reached trials' states (``ends[:, :-1]``), in trial order.
+
+    Parameters
+    ----------
+    segments : ndarray
+        The round's int64 segment table (columns `SEGMENT_COLUMNS`).
+    steps, status, ends : ndarray
+        The round's outputs (:func:`trial_runner`).
+
+    Returns
+    -------
+    tuple
+        ``(totals, kept)``: int64 of shape ``(segments, 4)``, and float64 rows of the end
+        states without their last column (the largest coordinate reached).
+    """
+    reached = status == REACHED
+    # segments tile the trials in order: a segment's total is the difference of running sums at its bounds
+    bounds = np.append(segments[:, BEGIN], segments[-1, END] if len(segments) else 0)
+    totals = [np.diff(np.concatenate([[0], np.cumsum(values, dtype=np.int64)])[bounds])
+              for values in (reached, np.where(reached, steps, 0), steps, status == CENSORED)]
+    return np.column_stack(totals).reshape(len(segments), len(TOTAL_COLUMNS)), ends[reached, :-1]
 
 
 @numba.njit
@@ -151,11 +189,20 @@ def _cpu_trials(kernel):
         if steps.size:
             run_items(params, segments, windows, pool, seed, max_steps, steps, status, ends, numba.get_num_threads())
 
-    run_cpu.kernel = run_items
+    def kept_cpu(params, segments, windows, pool, seed, max_steps, width):
+        n = int(segments[-1, END]) if len(segments) else 0
+        steps, status, ends = np.empty(n, np.int64), np.empty(n, np.int8), np.empty((n, width), np.float64)
+        run_cpu(params, segments, windows, pool, seed, max_steps, steps, status, ends)
+        return segment_totals(segments, steps, status, ends)
+
+    run_cpu.kernel, run_cpu.kept = run_items, kept_cpu
     return run_cpu
 
 
 _CUDA_THREADS_PER_BLOCK = 128
+#: Threads of a block that totals one segment or gathers its reached states (``run.kept``; the
+#: simulator runs every thread as a Python thread).
+_SEGMENT_THREADS, _SIMULATED_SEGMENT_THREADS = 256, 4
 #: The trial counter's start, copied into its device word at every round.
 _ZERO = np.zeros(1, dtype=np.int64)
 
@@ -229,11 +276,63 @@ def _cuda_trials(kernel):
                     state = start(coef, pool, _pool_row(segments, k, i), seed, stream, trial)
 
     per_thread = threading.local()  # runners are cached per process: threads of a worker share them
+    threads_per_segment = _SIMULATED_SEGMENT_THREADS if simulated else _SEGMENT_THREADS
 
-    def run_cuda(params, segments, windows, pool, seed, max_steps, steps, status, ends):
-        n = steps.size
-        if n == 0:
-            return
+    @cached
+    @cuda.jit
+    def totals_kernel(segments, steps, status, totals):
+        # one block per segment; integer sums, so the order of adding changes nothing
+        partial = cuda.shared.array((threads_per_segment, 4), np.int64)
+        k, t = cuda.blockIdx.x, cuda.threadIdx.x
+        reached, reached_steps, all_steps, censored = np.int64(0), np.int64(0), np.int64(0), np.int64(0)
+        for i in range(segments[k, BEGIN] + t, segments[k, END], threads_per_segment):
+            n = steps[i]
+            all_steps += n
+            if status[i] == REACHED:
+                reached += 1
+                reached_steps += n
+            elif status[i] == CENSORED:
+                censored += 1
+        partial[t, REACHED_COUNT], partial[t, REACHED_STEPS] = reached, reached_steps
+        partial[t, ALL_STEPS], partial[t, CENSORED_COUNT] = all_steps, censored
+        cuda.syncthreads()
+        half = threads_per_segment // 2
+        while half > 0:
+            if t < half:
+                for c in range(4):
+                    partial[t, c] += partial[t + half, c]
+            cuda.syncthreads()
+            half //= 2
+        if t < 4:
+            totals[k, t] = partial[0, t]
+
+    @cached
+    @cuda.jit
+    def keep_kernel(segments, status, ends, first_row, kept):
+        # one block per segment: the states of its reached trials, in trial order, from row first_row[k] of kept
+        below = cuda.shared.array(threads_per_segment, np.int64)
+        k, t = cuda.blockIdx.x, cuda.threadIdx.x
+        row, end = first_row[k], segments[k, END]
+        for base in range(segments[k, BEGIN], end, threads_per_segment):
+            i = base + t
+            flag = 1 if i < end and status[i] == REACHED else 0
+            below[t] = flag
+            cuda.syncthreads()
+            step = 1
+            while step < threads_per_segment:  # inclusive prefix sum of the flags (Hillis-Steele)
+                add = below[t - step] if t >= step else 0
+                cuda.syncthreads()
+                below[t] += add
+                cuda.syncthreads()
+                step *= 2
+            if flag:
+                for c in range(kept.shape[1]):
+                    kept[row + below[t] - 1, c] = ends[i, c]
+            row += below[threads_per_segment - 1]
+            cuda.syncthreads()
+
+    def launch(params, segments, windows, pool, seed, max_steps, n, width):
+        """Run the round's ``n`` trials; their outputs stay on the device (views of this thread's kept arrays)."""
         if simulated:
             blocks, threads = 1, min(n, 8)
         else:
@@ -247,15 +346,45 @@ def _cuda_trials(kernel):
         with out_of_memory_as_memory_error(f"a round of {n} trials"):
             device = [memory.copied(k, np.ascontiguousarray(a), run_stream)
                       for k, a in enumerate((params, segments, windows, pool, _ZERO))]
-            d_steps, d_status, d_ends = (memory.array(f"out {k}", a.shape, dtype) for k, (a, dtype) in
-                                         enumerate(((steps, np.int64), (status, np.int8), (ends, np.float64))))
+            outputs = [memory.array(f"out {k}", shape, dtype) for k, (shape, dtype) in
+                       enumerate((((n,), np.int64), ((n,), np.int8), ((n, width), np.float64)))]
         with launching("trials", run_stream):
-            run_kernel[blocks, threads, run_stream](*device[:-1], np.uint32(seed), np.int64(max_steps), d_steps,
-                                                   d_status, d_ends, device[-1])
-        d_steps.copy_to_host(steps, stream=run_stream)
-        d_status.copy_to_host(status, stream=run_stream)
-        d_ends.copy_to_host(ends, stream=run_stream)
+            run_kernel[blocks, threads, run_stream](*device[:-1], np.uint32(seed), np.int64(max_steps), *outputs,
+                                                   device[-1])
+        return memory, run_stream, device[1], outputs
+
+    def run_cuda(params, segments, windows, pool, seed, max_steps, steps, status, ends):
+        n = steps.size
+        if n == 0:
+            return
+        _, run_stream, _, outputs = launch(params, segments, windows, pool, seed, max_steps, n, ends.shape[1])
+        for device, host in zip(outputs, (steps, status, ends)):
+            device.copy_to_host(host, stream=run_stream)
         run_stream.synchronize()
 
-    run_cuda.kernel = run_kernel
+    def kept_cuda(params, segments, windows, pool, seed, max_steps, width):
+        n = int(segments[-1, END]) if len(segments) else 0
+        totals = np.zeros((len(segments), len(TOTAL_COLUMNS)), dtype=np.int64)
+        if n == 0:
+            return totals, np.empty((0, width - 1))
+        memory, run_stream, d_segments, (d_steps, d_status, d_ends) = launch(params, segments, windows, pool, seed,
+                                                                         max_steps, n, width)
+        d_totals = memory.array("totals", totals.shape, np.int64)
+        with launching("trial totals", run_stream):
+            totals_kernel[len(segments), threads_per_segment, run_stream](d_segments, d_steps, d_status, d_totals)
+        d_totals.copy_to_host(totals, stream=run_stream)
+        run_stream.synchronize()
+        reached = totals[:, REACHED_COUNT]
+        kept = np.empty((int(reached.sum()), width - 1))
+        if len(kept):
+            first_row = memory.copied("first kept row", np.cumsum(reached) - reached, run_stream)
+            d_kept = memory.array("kept", kept.shape, np.float64)
+            with launching("kept states", run_stream):
+                keep_kernel[len(segments), threads_per_segment, run_stream](d_segments, d_status, d_ends, first_row,
+                                                                            d_kept)
+            d_kept.copy_to_host(kept, stream=run_stream)
+            run_stream.synchronize()
+        return totals, kept
+
+    run_cuda.kernel, run_cuda.kernels, run_cuda.kept = run_kernel, (run_kernel, totals_kernel, keep_kernel), kept_cuda
     return run_cuda
