@@ -161,6 +161,8 @@ def _run_cases(names, sizes, gpus, seconds_in_all) -> list:
             sizes[name] = size
         elif probe is not None:  # a size given: a short run first takes what a first run costs
             _timed(make, max(1, sizes[name] // 50))
+        if probe is None:  # a fixed size: one run first, so that the timed run is no process's first
+            _timed(make, None)
         seconds, total = _timed(make, sizes[name])
         results.append(dict(case=name, size=sizes[name], gpus=gpus, seconds=seconds, total=total))
         print(f"{name}: {_gpus_text(gpus)}, size {sizes[name]}: {seconds:.1f} s (sum {total:.6g})", flush=True)

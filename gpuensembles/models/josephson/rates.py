@@ -57,9 +57,11 @@ _VARIABLES = ("rate", "rate_stderr", "steps", "interfaces", "replicas", "run_pro
 RUN_FIRST_STAGE, RUN_MAX_STAGES = 512, 40
 #: Replicas of a run-probability chain (pools of escaped states).
 RUN_REPLICAS = 16
-#: Tasks per worker of a pass on a cluster (:func:`_spread`): four, so that a worker's two threads each
-#: take a further task when theirs ends and the costs the estimate misjudges even out.
-TASKS_PER_WORKER = 4
+#: Tasks per worker of a pass on a cluster (:func:`_spread`): one for each of a worker's two threads,
+#: whose rounds then share its GPU. With the rounds reduced on the device, more tasks only add each
+#: task's rounds' fixed costs: 4 x H100, the Li junction's rates to 1%, 5.5 s with two tasks per
+#: worker against 8.8 s with four and 7.2 s with one.
+TASKS_PER_WORKER = 2
 #: The time unit of every rate (``units: "1"`` beside it).
 PER_TIME = f"per ({junction.TIME_UNIT})"
 
