@@ -99,16 +99,19 @@ DRIFT_FALSE_ALARM = 0.01
 DRIFT_MIN_CHAINS = 4
 
 
-def _weighted_third(series, along, weights, which):
-    """Weighted mean of the first (``which=0``) or last (``which=1``) third of ``series`` along ``along``."""
-    n = series.sizes[along]
+def _weighted_third(x, w, which):
+    """Weighted mean of the first (``which=0``) or last (``which=1``) third of ``x`` along its last axis.
+
+    Also the variance of that mean if the points were independent (the within-chain scale),
+    and the points a third holds. NaN points count as absent (as xarray's sums skip them).
+    """
+    n = x.shape[-1]
     third = max(1, n // 3)
     part = slice(0, third) if which == 0 else slice(n - third, n)
-    x = series.isel({along: part})
-    w = xr.ones_like(x) if weights is None else weights.isel({along: part}).astype(float)
-    mean = (w * x).sum(along) / w.sum(along)
-    # variance of that mean if the points were independent (for the within-chain scale)
-    variance = (w * (x - mean) ** 2).sum(along) / w.sum(along) / max(third - 1, 1)
+    x, w = x[..., part], w[..., part]
+    total = np.nansum(w, axis=-1)
+    mean = np.nansum(w * x, axis=-1) / total
+    variance = np.nansum(w * (x - mean[..., None]) ** 2, axis=-1) / total / max(third - 1, 1)
     return mean, variance, third
 
 
@@ -160,11 +163,16 @@ def drift(series: xr.DataArray, along: str, chains: str = REALIZATION, weights=N
 
     if series.sizes[along] < 3:
         raise ValueError(f"drift needs at least 3 points along {along!r}, got {series.sizes[along]}")
-    early, var_early, third = _weighted_third(series, along, weights, 0)
-    late, var_late, _ = _weighted_third(series, along, weights, 1)
+    # numpy on (..., along): the check runs after every Ising call, where xarray's small operations took
+    # most of a short call's host time
+    dims = tuple(d for d in series.dims if d != along)
+    weights = xr.ones_like(series) if weights is None else weights.astype(float)
+    x, w = (a.transpose(*dims, along).values for a in xr.broadcast(series, weights))
+    early, var_early, third = _weighted_third(x, w, 0)
+    late, var_late, _ = _weighted_third(x, w, 1)
     difference = late - early
     n_chains = series.sizes.get(chains, 1)
-    tests = max(int(np.prod(list(difference.sizes.values()))), 1)
+    tests = max(difference.size, 1)
 
     def beyond(fraction, count, dof):
         """Student's t two-sided threshold of level ``fraction`` over ``count`` tests."""
@@ -172,20 +180,28 @@ def drift(series: xr.DataArray, along: str, chains: str = REALIZATION, weights=N
 
     with np.errstate(divide="ignore", invalid="ignore"):
         if n_chains >= DRIFT_MIN_CHAINS:
+            axis = dims.index(chains)
             squares = difference**2
-            others = np.sqrt((squares.sum(chains) - squares) / (n_chains - 1))
-            z = xr.where(difference == 0, 0.0, difference / others)
+            others = np.sqrt((np.nansum(squares, axis=axis, keepdims=True) - squares) / (n_chains - 1))
+            z = np.where(difference == 0, 0.0, difference / others)
             threshold = beyond(false_alarm / 2, tests, n_chains - 1)
-            common = difference.mean(chains) / (difference.std(chains, ddof=1) / np.sqrt(n_chains))
+            common = (np.nanmean(difference, axis=axis, keepdims=True)
+                      / (np.nanstd(difference, axis=axis, ddof=1, keepdims=True) / np.sqrt(n_chains)))
             points = max(tests // n_chains, 1)
-            together = abs(common) > beyond(false_alarm / 2, points, n_chains - 1)
-            drifting = (abs(z) > threshold) | together
+            together = np.abs(common) > beyond(false_alarm / 2, points, n_chains - 1)
+            drifting = (np.abs(z) > threshold) | together
             how = "across chains"
         else:
-            z = xr.where(difference == 0, 0.0, difference / np.sqrt(var_early + var_late))
+            z = np.where(difference == 0, 0.0, difference / np.sqrt(var_early + var_late))
             threshold = beyond(false_alarm, tests, 2 * max(third - 1, 1))
-            drifting = abs(z) > threshold
+            drifting = np.abs(z) > threshold
             how = "within chains"
+    coords = {k: v for k, v in series.coords.items() if along not in v.dims}
+
+    def labeled(values):
+        return xr.DataArray(values, dims=dims, coords=coords)
+
+    difference, z, drifting = labeled(difference), labeled(z), labeled(drifting)
     return xr.Dataset({
         "difference": difference.assign_attrs(long_name="mean of the last third minus the first",
                                               units=series.attrs.get("units", "1")),
