@@ -311,7 +311,8 @@ def run_realizations(block: Callable, realizations: int, outputs: dict, *, chunk
     show = shown(progress)
     client = _active_client()
     lazy = chunks is not None or client is not None
-    shares = chains.next_shares(realizations) if chains is not None else None
+    # an eager run takes no share: eager GPU runs of several sizes reach here in any order (run_together)
+    shares = chains.next_shares(realizations) if chains is not None and lazy else None
     shares = shares if client is not None and chunks is None and store is None else None
     chunks = _chunk_size(chunks, realizations, client, store)
     what = what or f"{realizations} {units.name}"

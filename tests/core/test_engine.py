@@ -117,6 +117,16 @@ def test_balanced_chains_cut_all_runs_into_shares_of_equal_cost():
         engine.Chains.balanced([], 2).next_shares(1)
 
 
+def test_eager_runs_take_no_share_so_their_order_does_not_matter():
+    # eager GPU runs of several sizes start on threads of their own (engine.run_together) and reach
+    # run_realizations in any order: the GPU's first README Ising call failed so ("do not tile")
+    chains = engine.Chains.balanced([(5, 1.0), (160, 1.0)], 1)
+    for n in (160, 5):
+        x = engine.run_realizations(_counting_block, n, {"x": engine.Output((n,), np.int64, 0)}, chains=chains,
+                                    progress=False)["x"]
+        np.testing.assert_array_equal(x, np.arange(n))
+
+
 def test_balanced_chains_deal_the_runs_of_a_cluster():
     distributed = pytest.importorskip("distributed")
     chains = engine.Chains.balanced([(6, 1.0), (10, 1.0)], 2)
