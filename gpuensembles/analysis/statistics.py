@@ -3,6 +3,8 @@
 Every function works on dask-backed data without computing it.
 """
 
+import warnings
+
 import numpy as np
 import xarray as xr
 
@@ -103,7 +105,8 @@ def _weighted_third(x, w, which):
     """Weighted mean of the first (``which=0``) or last (``which=1``) third of ``x`` along its last axis.
 
     Also the variance of that mean if the points were independent (the within-chain scale),
-    and the points a third holds. NaN points count as absent (as xarray's sums skip them).
+    and the points a third holds. A NaN point adds nothing to the sums but keeps its weight in
+    the total (as xarray's sums, which skip NaN, did before).
     """
     n = x.shape[-1]
     third = max(1, n // 3)
@@ -165,20 +168,24 @@ def drift(series: xr.DataArray, along: str, chains: str = REALIZATION, weights=N
         raise ValueError(f"drift needs at least 3 points along {along!r}, got {series.sizes[along]}")
     # numpy on (..., along): the check runs after every Ising call, where xarray's small operations took
     # most of a short call's host time
-    dims = tuple(d for d in series.dims if d != along)
     weights = xr.ones_like(series) if weights is None else weights.astype(float)
-    x, w = (a.transpose(*dims, along).values for a in xr.broadcast(series, weights))
-    early, var_early, third = _weighted_third(x, w, 0)
-    late, var_late, _ = _weighted_third(x, w, 1)
-    difference = late - early
+    # as xarray's arithmetic would: the labels both share, every dimension of either
+    x, w = xr.broadcast(*xr.align(series, weights, join="inner"))
+    dims = tuple(d for d in x.dims if d != along)
+    coords = {k: v for a in (w, x) for k, v in a.coords.items() if along not in v.dims}
+    x, w = (a.transpose(*dims, along).values for a in (x, w))
     n_chains = series.sizes.get(chains, 1)
-    tests = max(difference.size, 1)
 
     def beyond(fraction, count, dof):
         """Student's t two-sided threshold of level ``fraction`` over ``count`` tests."""
         return float(special.stdtrit(dof, 1.0 - fraction / (2.0 * count)))
 
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # empty or all-NaN slices (no weight in a third): NaN
+        early, var_early, third = _weighted_third(x, w, 0)
+        late, var_late, _ = _weighted_third(x, w, 1)
+        difference = late - early
+        tests = max(difference.size, 1)
         if n_chains >= DRIFT_MIN_CHAINS:
             axis = dims.index(chains)
             squares = difference**2
@@ -196,7 +203,6 @@ def drift(series: xr.DataArray, along: str, chains: str = REALIZATION, weights=N
             threshold = beyond(false_alarm, tests, 2 * max(third - 1, 1))
             drifting = np.abs(z) > threshold
             how = "within chains"
-    coords = {k: v for k, v in series.coords.items() if along not in v.dims}
 
     def labeled(values):
         return xr.DataArray(values, dims=dims, coords=coords)
@@ -231,7 +237,6 @@ def warn_if_drifting(check: xr.Dataset, *, noun: str, what: str, after: str, fix
     stacklevel : int
         The frame the warning points at.
     """
-    import warnings
 
     drifting = check["drifting"]
     if not bool(drifting.any()):

@@ -401,6 +401,27 @@ def test_drift_with_two_chains_uses_the_bins_and_stays_quiet_without_drift():
     assert bool(ds.ising.equilibration()["drifting"].all())
 
 
+def test_drift_weights_align_as_in_xarray_and_a_third_without_weight_is_nan_without_warnings():
+    from gpuensembles.analysis.statistics import drift
+
+    rng = np.random.default_rng(5)
+    series = xr.DataArray(rng.normal(size=(6, 12)), dims=("realization", "bin"), coords={"bin": np.arange(12)})
+    # weights over shifted bins and a dimension of their own: the shared bins, every dimension
+    weights = xr.DataArray(rng.integers(1, 5, size=(2, 12)).astype(float), dims=("extra", "bin"),
+                           coords={"bin": np.arange(1, 13)})
+    both = drift(series, "bin", weights=weights)
+    assert set(both.z.dims) == {"extra", "realization"}
+    shared = slice(1, 11)
+    for k in range(2):
+        alone = drift(series.sel(bin=shared), "bin", weights=weights.isel(extra=k).sel(bin=shared))
+        np.testing.assert_array_equal(both.z.isel(extra=k).transpose(*alone.z.dims).values, alone.z.values)
+    empty = xr.DataArray(np.r_[np.zeros(4), np.ones(8)], dims="bin", coords={"bin": np.arange(12)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check = drift(series, "bin", weights=empty)
+    assert bool(np.isnan(check.z).all()) and not bool(check.drifting.any())
+
+
 def test_equilibration_needs_three_bins_a_third():
     ds, _ = ar1_case(R=8, B=8, n_b=20)
     with pytest.raises(ValueError, match="at least 9 bins"):

@@ -203,6 +203,8 @@ _CUDA_THREADS_PER_BLOCK = 128
 #: Threads of a block that totals one segment or gathers its reached states (``run.kept``; the
 #: simulator runs every thread as a Python thread).
 _SEGMENT_THREADS, _SIMULATED_SEGMENT_THREADS = 256, 4
+assert all(t >= 4 and t & (t - 1) == 0 for t in (_SEGMENT_THREADS, _SIMULATED_SEGMENT_THREADS)), \
+    "the totals' tree and prefix sums need a power of two, and four threads to write the four totals"
 #: The trial counter's start, copied into its device word at every round.
 _ZERO = np.zeros(1, dtype=np.int64)
 
@@ -216,7 +218,8 @@ class _RoundMemory:
     a pass about 30% slower than in a plain process (H100). Kept arrays grow, never shrink; a round
     uses a view of their first rows. Each thread that runs rounds has its own (two tasks of a dask
     worker run rounds at once), kept as long as the thread and the runner: at most the largest
-    round's outputs (33 bytes a trial), its pool (16 or 24 bytes a start state) and its segments.
+    round's outputs (33 bytes a trial), its pool (16 or 24 bytes a start state) and its segments,
+    and for ``run.kept`` its totals per segment and the reached trials' states.
     """
 
     def __init__(self):
@@ -369,7 +372,8 @@ def _cuda_trials(kernel):
             return totals, np.empty((0, width - 1))
         memory, run_stream, d_segments, (d_steps, d_status, d_ends) = launch(params, segments, windows, pool, seed,
                                                                          max_steps, n, width)
-        d_totals = memory.array("totals", totals.shape, np.int64)
+        with out_of_memory_as_memory_error(f"the totals of a round of {n} trials"):
+            d_totals = memory.array("totals", totals.shape, np.int64)
         with launching("trial totals", run_stream):
             totals_kernel[len(segments), threads_per_segment, run_stream](d_segments, d_steps, d_status, d_totals)
         d_totals.copy_to_host(totals, stream=run_stream)
@@ -377,8 +381,9 @@ def _cuda_trials(kernel):
         reached = totals[:, REACHED_COUNT]
         kept = np.empty((int(reached.sum()), width - 1))
         if len(kept):
-            first_row = memory.copied("first kept row", np.cumsum(reached) - reached, run_stream)
-            d_kept = memory.array("kept", kept.shape, np.float64)
+            with out_of_memory_as_memory_error(f"the {len(kept)} reached states of a round"):
+                first_row = memory.copied("first kept row", np.cumsum(reached) - reached, run_stream)
+                d_kept = memory.array("kept", kept.shape, np.float64)
             with launching("kept states", run_stream):
                 keep_kernel[len(segments), threads_per_segment, run_stream](d_segments, d_status, d_ends, first_row,
                                                                             d_kept)
