@@ -205,6 +205,7 @@ def drift(series: xr.DataArray, along: str, chains: str = REALIZATION, weights=N
             how = "within chains"
 
     def labeled(values):
+        """``values`` over the dimensions without ``along``, with their coordinates."""
         return xr.DataArray(values, dims=dims, coords=coords)
 
     difference, z, drifting = labeled(difference), labeled(z), labeled(drifting)
