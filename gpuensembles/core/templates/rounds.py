@@ -141,6 +141,11 @@ def segment_totals(segments, steps, status, ends) -> tuple:
     return np.column_stack(totals).reshape(len(segments), len(TOTAL_COLUMNS)), ends[reached, :-1]
 
 
+def _trial_count(segments) -> int:
+    """Trials of a round: its segments tile them in order."""
+    return int(segments[-1, END]) if len(segments) else 0
+
+
 @numba.njit
 def _segment_of(segments, i, k):
     """The segment of trial ``i``, searched from segment ``k`` on (a thread's trials come in rising order)."""
@@ -190,7 +195,7 @@ def _cpu_trials(kernel):
             run_items(params, segments, windows, pool, seed, max_steps, steps, status, ends, numba.get_num_threads())
 
     def kept_cpu(params, segments, windows, pool, seed, max_steps, width):
-        n = int(segments[-1, END]) if len(segments) else 0
+        n = _trial_count(segments)
         steps, status, ends = np.empty(n, np.int64), np.empty(n, np.int8), np.empty((n, width), np.float64)
         run_cpu(params, segments, windows, pool, seed, max_steps, steps, status, ends)
         return segment_totals(segments, steps, status, ends)
@@ -366,7 +371,7 @@ def _cuda_trials(kernel):
         run_stream.synchronize()
 
     def kept_cuda(params, segments, windows, pool, seed, max_steps, width):
-        n = int(segments[-1, END]) if len(segments) else 0
+        n = _trial_count(segments)
         totals = np.zeros((len(segments), len(TOTAL_COLUMNS)), dtype=np.int64)
         if n == 0:
             return totals, np.empty((0, width - 1))
