@@ -46,9 +46,12 @@ jit = numba.jit(nopython=True)
 
 #: Fast-math flags for floating-point functions shared by both targets. They are truthy
 #: for numba-cuda, which then uses the hardware approximations (``lg2.approx``,
-#: ``sin.approx``, ...); on the CPU they permit contraction and approximate functions but
-#: keep NaN/inf semantics. Results stay deterministic on each target.
-FASTMATH = {"contract", "afn", "arcp", "nsz"}
+#: ``sin.approx``, ...) and fuses multiply-adds (NVVM's ``fma``); on the CPU they permit
+#: approximate functions but keep NaN/inf semantics. Not ``contract``: with it, the CPU code
+#: compiled in a process fused other multiply-adds than the same code loaded from the kernel
+#: cache, so a cold and a warm process gave different numbers for the same seed (the float32
+#: trials of forward flux sampling ended a step apart).
+FASTMATH = {"afn", "arcp", "nsz"}
 fjit = numba.jit(nopython=True, fastmath=FASTMATH)
 """Decorator for the floating-point functions shared by the CPU and CUDA targets."""
 

@@ -114,6 +114,33 @@ def test_a_damaged_entry_is_compiled_again(tmp_path, escape_times_cache):
     assert fresh_process(tmp_path, "escape_times")["compiled"] == []  # rewritten whole
 
 
+#: One round of float32 forward-flux trials of the underdamped junction on the CPU: its cache
+#: hits and a digest of every trial's steps and end state.
+_TRIAL_ROUND = """
+import hashlib, json, numpy as np
+from gpuensembles.core.templates.rounds import trial_runner
+from gpuensembles.models.josephson.physics import trial_kernel
+run = trial_runner(trial_kernel("underdamped", "float32", "baoab"), "cpu")
+n = 2000
+steps, status, ends = np.empty(n, np.int64), np.empty(n, np.int8), np.empty((n, 3))
+run(np.array([[1.0, 0.2857, 0.9, 0.02, 2e-3]]), np.array([[0, n, 0, 7, 1 << 40, 0, 1]], dtype=np.int64),
+    np.array([[-np.inf, 5.0]]), np.full((1, 2), np.nan), 11, 10**7, steps, status, ends)
+print(json.dumps([sum(run.kernel.stats.cache_hits.values()),
+                  hashlib.sha256(steps.tobytes() + status.tobytes() + ends.tobytes()).hexdigest()]))
+"""
+
+
+def test_compiled_and_cached_cpu_code_give_the_same_numbers(tmp_path):
+    # with fastmath's "contract", the code a process compiled fused other multiply-adds than the
+    # same code loaded from the cache: float32 trials ended at other states, some a step apart
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_CACHE_DIR=str(tmp_path))
+    env.pop(cache.DISABLE_VARIABLE, None)
+    cold, warm = (json.loads(subprocess.run([sys.executable, "-c", _TRIAL_ROUND], env=env, capture_output=True,
+                                            text=True, check=True).stdout) for _ in range(2))
+    assert cold[0] == 0 and warm[0] == 1  # the first compiled, the second loaded
+    assert warm[1] == cold[1]
+
+
 def test_the_cache_can_be_turned_off(tmp_path):
     off = fresh_process(tmp_path, "escape_times", GPUENSEMBLES_CACHE="0")
     assert "_cpu_first_passage.<locals>.run_items" in off["compiled"]
