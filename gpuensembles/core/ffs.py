@@ -144,9 +144,35 @@ class Rounds:
                                     np.asarray(first_ids, dtype=np.int64), np.cumsum(sizes) - sizes,
                                     sizes]).astype(np.int64, copy=False).reshape(-1, 7)
         windows = np.column_stack([np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)])
-        pool = (np.concatenate([np.asarray(p, dtype=np.float64).reshape(-1, self.width - 1) for p in pools])
-                if len(pools) else np.zeros((0, self.width - 1)))
-        return points, counts, (segments, windows, pool)
+        return points, counts, (segments, windows, _joined(pools, self.width - 1))
+
+
+def _joined(pools, columns: int) -> np.ndarray:
+    """The rows of ``pools`` one after the other, float64 with ``columns`` columns.
+
+    A stage's pools are the previous stage's kept states, split in the order they are
+    joined again: when they lie one after the other in one array, that array's rows are
+    returned as a view (copying the tens of megabytes of a large stage cost the host more
+    than the copy to the device).
+    """
+    pools = [p for p in (np.asarray(p, dtype=np.float64).reshape(-1, columns) for p in pools) if len(p)]
+    if not pools:
+        return np.zeros((0, columns))
+    owner = _owner(pools[0])
+    if all(p.flags.c_contiguous and _owner(p) is owner for p in pools):
+        starts = [p.__array_interface__["data"][0] for p in pools]
+        if all(a + p.nbytes == b for a, p, b in zip(starts, pools, starts[1:])):
+            # one buffer holds them all, in this order: read it through the first (which keeps it alive)
+            return np.lib.stride_tricks.as_strided(pools[0], shape=(sum(len(p) for p in pools), columns),
+                                                   strides=(8 * columns, 8))
+    return np.concatenate(pools)
+
+
+def _owner(array: np.ndarray):
+    """The object that owns the memory of ``array`` (the end of its chain of bases)."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
 
 
 def direct_rates(rounds: Rounds, lam_b, dt, realizations: int) -> tuple:
@@ -457,7 +483,7 @@ def _place(rounds, todo, live, configs, current, lam_a, lam_b, settings, stage, 
     """Next interface of each live point: where ``p_target`` of the pilot trials get before falling back."""
     n = settings.pilots
     b = lam_b[todo[live]]
-    pooled = [np.concatenate(configs[i]) for i in live]
+    pooled = [_leading_rows(configs[i], n) for i in live]
     alive = np.array([len(pool) > 0 for pool in pooled])  # every replica died out: the rate is 0, stop
     points = todo[live][alive]
     _, _, ends = rounds(points, np.full(points.size, n), [pool for pool in pooled if len(pool)], lam_a[points],
@@ -467,6 +493,21 @@ def _place(rounds, todo, live, configs, current, lam_a, lam_b, settings, stage, 
     gap = 1e-3 * (b - lam_a[todo[live]])
     nxt = np.maximum(nxt, current[live] + gap)
     return np.where(nxt >= b - gap, b, nxt)
+
+
+def _leading_rows(pools, n: int) -> np.ndarray:
+    """The rows that ``n`` trials started from the joined ``pools`` use: the first ``n``, or all if fewer.
+
+    Trial ``j`` starts from row ``j mod len(pool)``, so the rows past ``n`` are never read and
+    need not be joined and copied (a pilot round of 1024 trials from a pool of millions).
+    """
+    taken, rows = [], 0
+    for pool in pools:
+        if rows >= n:
+            break
+        taken.append(pool[:n - rows])
+        rows += len(taken[-1])
+    return np.concatenate(taken) if taken else np.zeros((0, pools[0].shape[1] if len(pools) else 0))
 
 
 def _stage(rounds, todo, live, configs, nxt, lam_a, settings, stage, batch):

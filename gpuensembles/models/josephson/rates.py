@@ -297,17 +297,18 @@ def _run_points(plan, points, settings, show=False) -> np.ndarray:
                 n = math.ceil(1.2 / settings["rel_error"] ** 2)
                 rate, stderr, _, passages = ffs.direct_rates(rounds, lam_b[mine], h[mine], n)
                 out[mine, 0], out[mine, 1], out[mine, 4] = rate, stderr, n
-                escaped = [_replicas([p]) for p in passages]
+                escaped = [[p] for p in passages]
             else:
                 result = ffs.forward_flux(rounds, lam_a[mine], lam_0[mine], lam_b[mine], h[mine],
                                           _flux_settings(settings["rel_error"], table[mine]),
                                           on_round=lambda: progress.update(1))
                 out[mine, 0], out[mine, 1] = result["rate"], result["rate_stderr"]
                 out[mine, 3], out[mine, 4] = result["interfaces"], result["replicas"]
-                escaped = [_replicas(ends) for ends in result["ends"]]
+                escaped = result["ends"]
             out[mine, 2] = rounds.steps
-            if settings["wells"] is not None:
-                out[mine, 5:9], run_steps = _run_probabilities(plan, points[mine], table[mine], escaped, settings,
+            if settings["wells"] is not None:  # the escaped states go on only to the voltage criterion
+                out[mine, 5:9], run_steps = _run_probabilities(plan, points[mine], table[mine],
+                                                               [_replicas(pools) for pools in escaped], settings,
                                                                lambda: progress.update(1))
                 out[mine, 2] += run_steps
     return out
