@@ -159,9 +159,12 @@ def bind_cuda(namespace: dict):
     """Bind ``numba.cuda`` to the name ``cuda`` in a template module's globals.
 
     Kernels must see ``cuda`` as a module global (not a closure variable): the CUDA
-    simulator swaps that global for its fake module.
+    simulator swaps that global for its fake module. It is bound once: a template built
+    while another thread's simulated kernel of the same module runs would otherwise put the
+    real module back under that kernel (which then lacks ``cuda.atomic``).
     """
-    namespace["cuda"] = cuda_module()
+    if namespace.get("cuda") is None:
+        namespace["cuda"] = cuda_module()
 
 
 @functools.cache

@@ -37,6 +37,16 @@ def test_unknown_backend_names_the_parameter(name):
         backend.resolve(name)
 
 
+def test_a_template_module_binds_cuda_once():
+    # Under the CUDA simulator a running kernel's module holds the fake module under ``cuda``;
+    # a second template built in that module from another thread (an eager rates run's two
+    # groups) put the real one back, and the kernel failed on ``cuda.atomic``.
+    running = object()
+    namespace = {"cuda": running}
+    backend.bind_cuda(namespace)
+    assert namespace["cuda"] is running
+
+
 def test_cpu_needs_no_gpu():
     assert backend.resolve("cpu") == "cpu"
     assert "CPU" in backend.device_name("cpu")
