@@ -507,7 +507,7 @@ def _leading_rows(pools, n: int) -> np.ndarray:
             break
         taken.append(pool[:n - rows])
         rows += len(taken[-1])
-    return np.concatenate(taken) if taken else np.zeros((0, pools[0].shape[1] if len(pools) else 0))
+    return np.concatenate(taken)
 
 
 def _stage(rounds, todo, live, configs, nxt, lam_a, settings, stage, batch):

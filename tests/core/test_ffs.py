@@ -48,3 +48,26 @@ def test_trial_ids_name_the_round_and_never_collide():
            for batch in (0, 4095) for i in (0, 2**36 - 1)}
     assert len(ids) == 4 * 3 * 2 * 2
     assert max(ids) < 2**63
+
+
+def test_joined_pools_are_the_rows_in_order_and_a_view_only_where_they_lie_so():
+    kept = np.empty((20, 2))  # a stage's kept states, split per replica (one died out: empty)
+    kept[:] = np.arange(40.0).reshape(20, 2)
+    pools = np.split(kept, [3, 3, 9, 15])
+    for chosen, view in (([0, 1, 2, 3, 4], True), ([2, 3], True), ([0, 2], True), ([3, 2], False),
+                         ([0, 3], False)):
+        parts = [pools[i] for i in chosen]
+        joined = ffs._joined(parts, 2)
+        np.testing.assert_array_equal(joined, np.concatenate(parts))
+        assert np.shares_memory(joined, kept) == view, chosen
+    assert ffs._joined([np.zeros((0, 2))], 2).shape == (0, 2)
+
+
+def test_pilots_join_only_the_rows_they_start_from():
+    pools = [np.arange(6.0).reshape(3, 2), np.zeros((0, 2)), np.arange(6.0, 16.0).reshape(5, 2)]
+    everything = np.concatenate(pools)
+    for n in (1, 3, 5, 8, 20):
+        rows = ffs._leading_rows(pools, n)
+        # trial j of n starts from row j mod len(pool): the same rows as from the whole pool
+        np.testing.assert_array_equal(rows[np.arange(n) % len(rows)], everything[np.arange(n) % len(everything)])
+        assert len(rows) == min(n, len(everything))
