@@ -137,17 +137,19 @@ def band_kernel(counting: bool):
         add_counts(counts, m, g, slot, down, anti, flips)
 
     @cuda.jit(device=True)
-    def copy_rows(lat, sh, top, first, stop, W, L, S, to_window, workers):
-        """Copy window rows ``first`` to ``stop - 1`` of both colours from or to the lattice.
+    def copy_rows(lat, sh, top, first, rows, gap_at, gap, W, L, S, to_window, workers):
+        """Copy ``rows`` window rows of both colours from or to the lattice: from row ``first``
+        on, skipping ``gap`` rows after the first ``gap_at`` of them.
 
         Window row ``p`` is the lattice's row ``top + p`` (periodic) in ``lat``, the group's
         words from ``lat[0]``; ``to_window``: from the lattice into the window. Threads from
         ``workers`` on take no part.
         """
         per_row = np.uint32(workers // S)
-        p = np.uint32(first + cuda.threadIdx.x // S)
+        i = np.uint32(cuda.threadIdx.x // S)
         j = np.uint32(cuda.threadIdx.x % S)
-        while cuda.threadIdx.x < workers and p < stop:
+        while cuda.threadIdx.x < workers and i < rows:
+            p = np.uint32(first + i + (gap if i >= gap_at else np.uint32(0)))
             y = np.int64(top) + np.int64(p)
             y = y + L if y < 0 else (y - L if y >= L else y)
             for c in range(2):
@@ -157,7 +159,7 @@ def band_kernel(counting: bool):
                     sh[here] = lat[at]
                 else:
                     lat[at] = sh[here]
-            p = np.uint32(p + per_row)
+            i = np.uint32(i + per_row)
 
     @cached
     @cuda.jit(**kernel_options("band_sweeps"))
@@ -200,7 +202,11 @@ def band_kernel(counting: bool):
         for q in range(rounds):
             n = half_sweeps * (q + 1) // rounds - done
             src, dst = (mine, other) if q % 2 == 0 else (other, mine)
-            copy_rows(src, sh, top, np.uint32(0), W, W, L, S, True, workers)
+            if q == 0:  # the whole window
+                copy_rows(src, sh, top, np.uint32(0), W, W, np.uint32(0), W, L, S, True, workers)
+            else:  # the halos: the band's own rows in the window are those the last round wrote
+                copy_rows(src, sh, top, np.uint32(0), np.uint32(2 * H), np.uint32(H), np.uint32(R), W, L, S, True,
+                          workers)
             cuda.syncthreads()
             for k in range(n):
                 hs = np.uint32(hs0 + done + k)
@@ -258,7 +264,7 @@ def band_kernel(counting: bool):
                     m += 1
                     next_measured += every
                 cuda.syncthreads()
-            copy_rows(dst, sh, top, np.uint32(H), np.uint32(H + R), W, L, S, False, workers)
+            copy_rows(dst, sh, top, np.uint32(H), np.uint32(R), np.uint32(R), np.uint32(0), W, L, S, False, workers)
             grid.sync()
             done += n
         if counting and not worker and pending >= 0:  # the launch's last measured sweep
