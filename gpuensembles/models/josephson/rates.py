@@ -18,6 +18,7 @@ falls back.) Two methods, both rounds of trial launches on the generic engine
 
 import functools
 import math
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Literal, get_args
 
@@ -291,10 +292,12 @@ def _run_points(plan, points, settings, show=False, groups=1) -> np.ndarray:
     (a point's numbers do not depend on the points that share its rounds).
     """
     groups = min(groups, len(points)) if _backend.resolve(plan.backend) == "cuda" else 1
+    counting = threading.Lock()  # the groups' threads tick one bar (tqdm's count is not atomic)
     with bar(None, show, unit="rounds") as progress:
         def tick():
             """One round done."""
-            progress.update(1)
+            with counting:
+                progress.update(1)
 
         if groups <= 1:
             return _run_group(plan, points, settings, tick)
