@@ -138,12 +138,12 @@ def band_kernel(counting: bool):
 
     @cuda.jit(device=True)
     def copy_rows(lat, sh, top, first, rows, gap_at, gap, W, L, S, to_window, workers):
-        """Copy ``rows`` window rows of both colours from or to the lattice: from row ``first``
-        on, skipping ``gap`` rows after the first ``gap_at`` of them.
+        """Copy ``rows`` window rows of both colours from or to the lattice.
 
-        Window row ``p`` is the lattice's row ``top + p`` (periodic) in ``lat``, the group's
-        words from ``lat[0]``; ``to_window``: from the lattice into the window. Threads from
-        ``workers`` on take no part.
+        The rows are those from window row ``first`` on, skipping ``gap`` rows after the first
+        ``gap_at`` of them. Window row ``p`` is the lattice's row ``top + p`` (periodic) in
+        ``lat``, the group's words from ``lat[0]``; ``to_window``: from the lattice into the
+        window. Threads from ``workers`` on take no part.
         """
         per_row = np.uint32(workers // S)
         i = np.uint32(cuda.threadIdx.x // S)
