@@ -571,6 +571,22 @@ def resident_on_device(array):
     return kept[1]
 
 
+def copy_back(stream, pairs):
+    """Copy each ``(host, device)`` pair of ``pairs`` to the host once ``stream``'s work is done.
+
+    The wait comes first, in ``stream.synchronize()``. A copy into pageable host memory waits
+    for the stream's kernels too, but while it waits, the pageable copies of every other
+    thread wait with it (H100, numba-cuda 0.30.4: an 8 kB upload on another stream took 298
+    ms behind a 420 ms kernel, 0.4 ms while the thread waited in ``synchronize``). Empty host
+    arrays are skipped.
+    """
+    stream.synchronize()
+    for host, device in pairs:
+        if host.size:
+            device.copy_to_host(host, stream=stream)
+    stream.synchronize()
+
+
 def poll_counter(counter, run_stream, n_items, progress, interval=0.2):
     """Report items started (``progress(n)``) while the kernel on ``run_stream`` runs.
 

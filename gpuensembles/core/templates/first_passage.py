@@ -11,6 +11,7 @@ from ..backend import (
     bind_cuda,
     build_for,
     cached,
+    copy_back,
     identity,
     kernel_options,
     launching,
@@ -156,8 +157,7 @@ def _cuda_first_passage(kernel):
             )
         if progress is not None:
             poll_counter(counter, run_stream, n_items, progress)
-        d_out.copy_to_host(out, stream=run_stream)
-        run_stream.synchronize()
+        copy_back(run_stream, [(out, d_out)])
 
     run_cuda.kernel = run_kernel
     return run_cuda

@@ -38,6 +38,7 @@ from ..backend import (
     bind_cuda,
     build_for,
     cached,
+    copy_back,
     identity,
     launching,
     out_of_memory_as_memory_error,
@@ -366,9 +367,7 @@ def _cuda_trials(kernel):
         if n == 0:
             return
         _, run_stream, _, outputs = launch(params, segments, windows, pool, seed, max_steps, n, ends.shape[1])
-        for device, host in zip(outputs, (steps, status, ends)):
-            device.copy_to_host(host, stream=run_stream)
-        run_stream.synchronize()
+        copy_back(run_stream, zip((steps, status, ends), outputs))
 
     def kept_cuda(params, segments, windows, pool, seed, max_steps, width):
         n = _trial_count(segments)
@@ -381,8 +380,7 @@ def _cuda_trials(kernel):
             d_totals = memory.array("totals", totals.shape, np.int64)
         with launching("trial totals", run_stream):
             totals_kernel[len(segments), threads_per_segment, run_stream](d_segments, d_steps, d_status, d_totals)
-        d_totals.copy_to_host(totals, stream=run_stream)
-        run_stream.synchronize()
+        copy_back(run_stream, [(totals, d_totals)])
         reached = totals[:, REACHED_COUNT]
         kept = np.empty((int(reached.sum()), width - 1))
         if len(kept):
@@ -392,8 +390,7 @@ def _cuda_trials(kernel):
             with launching("kept states", run_stream):
                 keep_kernel[len(segments), threads_per_segment, run_stream](d_segments, d_status, d_ends, first_row,
                                                                             d_kept)
-            d_kept.copy_to_host(kept, stream=run_stream)
-            run_stream.synchronize()
+            copy_back(run_stream, [(kept, d_kept)])
         return totals, kept
 
     run_cuda.kernel, run_cuda.kernels, run_cuda.kept = run_kernel, (run_kernel, totals_kernel, keep_kernel), kept_cuda

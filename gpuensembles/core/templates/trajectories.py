@@ -18,6 +18,7 @@ from ..backend import (
     bind_cuda,
     build_for,
     cached,
+    copy_back,
     identity,
     kernel_options,
     launching,
@@ -198,10 +199,7 @@ def _cuda_trajectories(kernel):
         with launching("trajectories", launch_stream):
             trajectory_kernel[-(-n_items // threads), threads, launch_stream](
                 *d_in, np.int64(rid0), np.uint32(seed), *_schedule(schedule, hist), *d_out)
-        for host, device in zip((final, xs, vs, hist), d_out):
-            if host.size:
-                device.copy_to_host(host, stream=launch_stream)
-        launch_stream.synchronize()
+        copy_back(launch_stream, zip((final, xs, vs, hist), d_out))
 
     run.kernel = trajectory_kernel
     return run

@@ -11,6 +11,7 @@ from ..backend import (
     bind_cuda,
     build_for,
     cached,
+    copy_back,
     device_zeros,
     identity,
     kernel_variant,
@@ -425,8 +426,7 @@ def _cuda_walks(kernel, slots, warp_counter):
             return
         d_out, launch_stream = launch_walks(chain, sources, per_source, score, first, size, seed, stream, cutoff,
                                             max_steps, out.shape)
-        d_out.copy_to_host(out, stream=launch_stream)
-        launch_stream.synchronize()
+        copy_back(launch_stream, [(out, d_out)])
 
     def transitions(chain, sources, per_source, score, first, size, seed, stream, cutoff, max_steps, width):
         """The transitions of each batch's walks; their tallies stay on the device."""
@@ -434,9 +434,8 @@ def _cuda_walks(kernel, slots, warp_counter):
         if size.size:
             d_out, launch_stream = launch_walks(chain, sources, per_source, score, first, size, seed, stream, cutoff,
                                                 max_steps, (size.size, width))
-            for b in range(size.size):  # one element of each row: no transfer of the tallies
-                d_out[b, width - 1:].copy_to_host(counted[b:b + 1], stream=launch_stream)
-            launch_stream.synchronize()
+            # one element of each row: no transfer of the tallies
+            copy_back(launch_stream, [(counted[b:b + 1], d_out[b, width - 1:]) for b in range(size.size)])
         return counted
 
     def reduced(chain, sources, per_source, score, first, size, seed, stream, cutoff, max_steps, width, counts, base,
@@ -467,9 +466,8 @@ def _cuda_walks(kernel, slots, warp_counter):
             reduce_kernel[max(1, -(-nbins // threads)), threads, launch_stream](
                 d_out, d_in[0], np.float64(np.sum(counts)), d_in[1], d_in[2], d_in[3], d_in[4], has_matrix, d_x,
                 d_spread, d_transitions)
-        x, spread, transitions = d_x.copy_to_host(stream=launch_stream), d_spread.copy_to_host(stream=launch_stream), \
-            d_transitions.copy_to_host(stream=launch_stream)
-        launch_stream.synchronize()
+        x, spread, transitions = np.empty(nbins), np.empty(nbins), np.empty(1)
+        copy_back(launch_stream, [(x, d_x), (spread, d_spread), (transitions, d_transitions)])
         return x, spread, float(transitions[0])
 
     run.reduced, run.transitions = reduced, transitions

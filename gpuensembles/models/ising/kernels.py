@@ -37,6 +37,7 @@ from ...core.backend import (
     bind_cuda,
     cached,
     compiled,
+    copy_back,
     device_byte_perm,
     device_fence,
     device_product,
@@ -1449,10 +1450,7 @@ def cuda_runner(kind: str):
                         i += k
             for event in filter(None, recorded):
                 event.wait(stream)  # the bins and series complete before they are copied
-        for host, device in ((lattice, d_lattice), (bins, d_bins), (series, d_series)):
-            if host.size:
-                device.copy_to_host(host, stream=stream)
-        stream.synchronize()
+        copy_back(stream, ((lattice, d_lattice), (bins, d_bins), (series, d_series)))
 
     def sweeper(stream, d_lattice, d_thr, d_counts, n_groups, L, S, strips, seed, key, group0, schedule):
         """``sweep(first, stop, measured, i)``: sweeps ``first`` to ``stop - 1`` of every part of up

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from ...core.backend import bind_cuda, cached, launching, out_of_memory_as_memory_error, simulating_cuda
+from ...core.backend import bind_cuda, cached, copy_back, launching, out_of_memory_as_memory_error, simulating_cuda
 from . import physics as quasi_greedy
 
 cuda = None  # numba.cuda once the CUDA runner is built (see bind_cuda)
@@ -245,15 +245,13 @@ def cuda_runner():
                 round_kernel[blocks, 32 * n_warps, stream, shared](
                     d_spins, d_progress, d_best, d_graph, d_bounds, n_sets, N, clones, P, always, timeout, seed, key1,
                     d_runs, t_end, n_warps)
-            d_best.copy_to_host(host_best, stream=stream)
-            stream.synchronize()
+            copy_back(stream, [(host_best, d_best)])
 
         sweep_round(0)  # compiles (no sweep ends before 0): the clock starts after
         start = time.perf_counter()
         _rounds(host_best, timeout, sweep_round)
-        progress = d_progress.copy_to_host(stream=stream)
-        d_spins.copy_to_host(host_spins, stream=stream)
-        stream.synchronize()
+        progress = np.empty(d_progress.shape, d_progress.dtype)
+        copy_back(stream, [(progress, d_progress), (host_spins, d_spins)])
         return Outcome(host_best, host_spins, int(progress.sum()), time.perf_counter() - start)
 
     run.kernel = round_kernel
