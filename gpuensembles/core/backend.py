@@ -492,15 +492,37 @@ def out_of_memory_as_memory_error(what: str):
         raise
 
 
-def device_zeros(shape, dtype):
-    """A zero-filled device array, set on the device (no host array, no transfer)."""
+def device_zeros(shape, dtype, stream=0):
+    """A zero-filled device array, set on the device (no host array, no transfer); in order on
+    ``stream`` when one is given, else at once (on the legacy default stream)."""
     if simulating_cuda():
         return cuda.to_device(np.zeros(shape, dtype=dtype))
     from numba.cuda.cudadrv.driver import device_memset
 
-    array = cuda.device_array(shape, dtype=dtype)
-    device_memset(array, 0, array.nbytes)
+    array = cuda.device_array(shape, dtype=dtype, stream=stream)
+    device_memset(array, 0, array.nbytes, stream=stream)
     return array
+
+
+@contextlib.contextmanager
+def frees_deferred(defer: bool = True):
+    """Within the block, keep numba-cuda from freeing device memory; free it at the block's end.
+
+    ``cuMemFree`` waits for the whole device. numba frees in batches as device arrays are
+    collected, so a free on one thread would hold that thread until the kernels other threads
+    launched on their own streams have finished. Runs at once
+    (:func:`gpuensembles.core.engine.run_together`) defer their frees to the end of the
+    block, when none of them runs. ``defer=False``: a plain block.
+    """
+    if not defer:
+        yield
+        return
+    numba_cuda = cuda_module()
+    try:
+        with numba_cuda.defer_cleanup():
+            yield
+    finally:
+        numba_cuda.current_context().deallocations.clear()
 
 
 _FROZEN: dict = {}  # id of a frozen host array -> weak reference to it

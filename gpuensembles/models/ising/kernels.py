@@ -41,6 +41,7 @@ from ...core.backend import (
     device_byte_perm,
     device_fence,
     device_product,
+    device_zeros,
     identity,
     kernel_options,
     launching,
@@ -1392,9 +1393,13 @@ def cuda_runner(kind: str):
         i0 = measured_before(first, therm, every)
         n_groups = int(lattice.size // (2 * L * S))
         seed, key, group0 = np.uint32(seed), np.uint32(keys[0]), np.uint32(group0)
+        # Every copy goes on the run's own stream: a copy on the legacy default stream would wait
+        # for the kernels of every other stream (eager sizes run at once, on threads of their own).
+        stream, side = cuda.stream(), cuda.stream()
         with out_of_memory_as_memory_error(f"{n_groups} groups of {L} x {L} lattices"):
-            d_lattice = cuda.device_array_like(lattice) if first == 0 else cuda.to_device(lattice)
-            d_thr, d_bins, d_series = (cuda.to_device(a) for a in (thr, bins, series))
+            d_lattice = (cuda.device_array_like(lattice, stream=stream) if first == 0 else
+                         cuda.to_device(lattice, stream=stream))
+            d_thr, d_bins, d_series = (cuda.to_device(a, stream=stream) for a in (thr, bins, series))
             # (the resident kernel measures in place;) the counts of the measurements of one
             # launch (fused: see column_sweeps), else of one
             in_place = multispin and not strips and L <= RESIDENT_MAX_L
@@ -1402,11 +1407,10 @@ def cuda_runner(kind: str):
             fused = multispin and strips and not in_place_strips
             per_launch = measurements_per_launch(n_groups) if fused else 1
             if not (in_place or in_place_strips):
-                d_counts = cuda.to_device(np.zeros((per_launch, n_groups, 32, _COUNTS), dtype=np.int64))
+                d_counts = device_zeros((per_launch, n_groups, 32, _COUNTS), np.int64, stream)
                 # two sets of totals: a launch's are recorded into bins on a side stream while the
                 # next launch sweeps (recording is sequential float64 work, ~0.5 us a measurement)
                 d_totals = [cuda.device_array((per_launch, n_systems, _COUNTS), dtype=np.int64) for _ in range(2)]
-        stream, side = cuda.stream(), cuda.stream()
         recorded = [None, None]  # the event after the last record of each set of totals
         with launching("ising", stream):
             if first == 0:
@@ -1507,8 +1511,8 @@ def cuda_runner(kind: str):
         threads = 1 if gpu is None else gpu.MULTIPROCESSOR_COUNT * gpu.MAX_THREADS_PER_MULTIPROCESSOR
         K = sweep_rows(groups * L * S, threads)
         bands = -(-L // (block[1] * K))
-        queue = cuda.to_device(np.zeros(1, np.int64))
-        finished = cuda.to_device(np.zeros(groups * bands, np.int64))
+        queue = device_zeros(1, np.int64, stream)
+        finished = device_zeros(groups * bands, np.int64, stream)
         therm, _, every = schedule
         args = [part, d_thr, np.uint32(0), np.int64(0), np.int64(0), np.uint32(therm), np.uint32(every), np.int64(0),
                 g0, n_groups, L, S, strips, seed, key, group0, queue, np.int64(0), finished, np.int64(0), d_counts]
