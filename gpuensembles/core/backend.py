@@ -493,8 +493,10 @@ def out_of_memory_as_memory_error(what: str):
 
 
 def device_zeros(shape, dtype, stream=0):
-    """A zero-filled device array, set on the device (no host array, no transfer); in order on
-    ``stream`` when one is given, else at once (on the legacy default stream)."""
+    """A zero-filled device array, set on the device (no host array, no transfer).
+
+    In order on ``stream`` when one is given, else at once (on the legacy default stream).
+    """
     if simulating_cuda():
         return cuda.to_device(np.zeros(shape, dtype=dtype))
     from numba.cuda.cudadrv.driver import device_memset
