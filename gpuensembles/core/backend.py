@@ -506,27 +506,6 @@ def device_zeros(shape, dtype, stream=0):
     return array
 
 
-@contextlib.contextmanager
-def frees_deferred(defer: bool = True):
-    """Within the block, keep numba-cuda from freeing device memory; free it at the block's end.
-
-    ``cuMemFree`` waits for the whole device. numba frees in batches as device arrays are
-    collected, so a free on one thread would hold that thread until the kernels other threads
-    launched on their own streams have finished. Runs at once
-    (:func:`gpuensembles.core.engine.run_together`) defer their frees to the end of the
-    block, when none of them runs. ``defer=False``: a plain block.
-    """
-    if not defer:
-        yield
-        return
-    numba_cuda = cuda_module()
-    try:
-        with numba_cuda.defer_cleanup():
-            yield
-    finally:
-        numba_cuda.current_context().deallocations.clear()
-
-
 _FROZEN: dict = {}  # id of a frozen host array -> weak reference to it
 _RESIDENT: dict = {}  # id of a frozen host array -> (the CUDA context, the array's device copy there)
 

@@ -66,34 +66,6 @@ def _spy_on_bands(monkeypatch) -> list:
     return taken
 
 
-def test_gpu_sizes_at_once_free_device_memory_after_they_all_finish(monkeypatch):
-    # cuMemFree waits for the whole device: a free while the sizes run at once would hold its
-    # thread until the other sizes' kernels finish. Four sizes leave more than numba's batch
-    # of 10 frees (arrays, streams, events), so without deferring they would free midway.
-    from numba import cuda
-
-    deallocations = cuda.current_context().deallocations
-    clear, run_together, running, freed = deallocations.clear, ising_model.engine.run_together, [], []
-
-    def spy_clear():
-        freed.append((bool(running), not deallocations.is_disabled and len(deallocations) > 0))
-        clear()
-
-    def spy_together(calls, at_once):
-        running.append(at_once)
-        try:
-            return run_together(calls, at_once)
-        finally:
-            running.clear()
-
-    monkeypatch.setattr(deallocations, "clear", spy_clear)
-    monkeypatch.setattr(ising_model.engine, "run_together", spy_together)
-    ge.ising(L=[8, 16, 32, 64], beta=0.44, sweeps=20, thermalization=0, realizations=3, seed=5, backend="cuda",
-             progress=False)
-    assert freed and not any(during and freeing for during, freeing in freed), freed
-    assert len(deallocations) == 0  # all freed once the sizes have finished
-
-
 @pytest.mark.parametrize("halo", [4, 16])
 def test_gpu_band_sweeps_of_one_lattice_equal_cpu(monkeypatch, halo):
     # one 1024^2 lattice in bands of 8 rows (128 of them on an H100): halos of 4 rows (2 rounds

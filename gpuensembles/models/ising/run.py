@@ -203,8 +203,7 @@ def ising(
                                                                        f"realizations={realizations}",
                                                   store=stored and stored.part(f"L{size}"), chains=chains)
 
-    with (engine.stored_run(store, "ising", call, seed) as stored, estimate.timed(work, backend, progress) as clock,
-          _backend.frees_deferred(together)):
+    with engine.stored_run(store, "ising", call, seed) as stored, estimate.timed(work, backend, progress) as clock:
         per_L = engine.run_together([functools.partial(run_size, stored, i, s) for i, s in enumerate(setups)],
                                    together)
         clock.ran({size: raw for size, (_, raw) in zip(sizes, per_L)})
