@@ -28,6 +28,7 @@ from ..backend import (
     build_for,
     cached,
     compiled,
+    copy_back,
     kernel_options,
     kernel_variant,
     launching,
@@ -326,9 +327,10 @@ def _cuda_mean_field(kernel, variant="default"):
         if hist.shape[1] > _MAX_BINS:
             raise ValueError(f"bins must be <= {_MAX_BINS}, got {hist.shape[1]}")
         ngroups = -(-x.size // 4)
+        run_stream = cuda.stream()  # not the legacy default stream, which waits for every other stream
         with out_of_memory_as_memory_error(f"a system of {x.size} oscillators"):
-            d_x, d_omega = cuda.to_device(x), cuda.to_device(omega)
-            d_r, d_psi, d_hist = cuda.device_array(r.shape), cuda.device_array(psi.shape), cuda.to_device(hist)
+            d_x, d_omega, d_hist = (cuda.to_device(a, stream=run_stream) for a in (x, omega, hist))
+            d_r, d_psi = cuda.device_array(r.shape), cuda.device_array(psi.shape)
             args = [d_x, d_omega, np.float64(kn), np.float32(h_g), np.float32(s), np.int64(steps), np.int64(every),
                     np.uint32(seed), np.uint32(stream), np.int64(rid)]
             if simulating_cuda():
@@ -339,10 +341,9 @@ def _cuda_mean_field(kernel, variant="default"):
                 fitting = compiled(launch, *args, probe, d_r, d_psi, d_hist).max_cooperative_grid_blocks(threads)
                 blocks = max(1, min(fitting, -(-ngroups // threads)))
             partials = cuda.device_array((2, 2, blocks))
-        with launching("mean_field"):
-            launch[blocks, threads](*args, partials, d_r, d_psi, d_hist)
-        for host, device in ((x, d_x), (r, d_r), (psi, d_psi), (hist, d_hist)):
-            device.copy_to_host(host)
+        with launching("mean_field", run_stream):
+            launch[blocks, threads, run_stream](*args, partials, d_r, d_psi, d_hist)
+        copy_back(run_stream, ((x, d_x), (r, d_r), (psi, d_psi), (hist, d_hist)))
 
     run.kernel = mean_field_kernel
     return run
@@ -539,20 +540,22 @@ def _cuda_pairwise(kernel):
             x_new[i] = step(xi, omega[i], coupling, h_g, s, z[i % 4])
 
     def run(x, omega, KT, h_g, s, steps, every, seed, stream, rid, r, psi, hist):
+        run_stream = cuda.stream()  # not the legacy default stream, which waits for every other stream
         with out_of_memory_as_memory_error(f"a coupling matrix of {x.size}^2 oscillators"):
-            now, other = cuda.to_device(x), cuda.device_array_like(x)
-            d_omega, d_KT = cuda.to_device(omega), cuda.to_device(KT)
+            now, other = cuda.to_device(x, stream=run_stream), cuda.device_array_like(x)
+            d_omega, d_KT = cuda.to_device(omega, stream=run_stream), cuda.to_device(KT, stream=run_stream)
         blocks = -(-x.size // threads)
         host = np.empty_like(x)
         for k in range(steps):
-            with launching("pairwise"):
-                pairwise_kernel[blocks, threads](now, other, d_omega, d_KT, np.float32(h_g), np.float32(s),
-                                                 np.int64(k), np.uint32(seed), np.uint32(stream), np.int64(rid))
+            with launching("pairwise", run_stream):
+                pairwise_kernel[blocks, threads, run_stream](now, other, d_omega, d_KT, np.float32(h_g), np.float32(s),
+                                                             np.int64(k), np.uint32(seed), np.uint32(stream),
+                                                             np.int64(rid))
             now, other = other, now
             if (k + 1) % every == 0:
-                now.copy_to_host(host)
+                copy_back(run_stream, [(host, now)])
                 _record(host, (k + 1) // every - 1, r, psi, hist)
-        now.copy_to_host(x)
+        copy_back(run_stream, [(x, now)])
 
     run.kernel = pairwise_kernel
     return run
