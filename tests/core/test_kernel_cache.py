@@ -198,8 +198,9 @@ runners = [first_passage.first_passage_runner(escape_kernel("underdamped", "floa
            first_passage.first_passage_runner(switching_kernel("underdamped", "float64"), "cuda"),
            trajectories.trajectory_runner(trajectory_kernel("underdamped", "srk2", "rest", "float32"), "cuda"),
            walks.walk_runner(KERNELS["adjoint"], "cuda"), coupled.mean_field_runner(oscillators(), "cuda"),
-           coupled.pairwise_runner(oscillators(), "cuda"), hypergraphs.cuda_runner()]
+           coupled.pairwise_runner(oscillators(), "cuda")]
 kernels = [run.kernel for run in runners] + [k for kind in lattices.KINDS for k in lattices.cuda_runner(kind).kernels]
+kernels += hypergraphs.cuda_runner().kernels
 kernels.append(runners[3].kernels[1])  # the walks' kernel for bins in shared memory
 kernels += rounds.trial_runner(trial_kernel("underdamped", "float64", "baoab"), "cuda").kernels
 cache = backend._stable_cuda_cache()
@@ -214,11 +215,12 @@ def test_every_cuda_kernel_has_a_stable_key(tmp_path):
     env.pop("NUMBA_ENABLE_CUDASIM", None)
     keys = [json.loads(subprocess.run([sys.executable, "-c", CUDA_KEYS], env=env, capture_output=True, text=True,
                                       timeout=600, check=True).stdout) for _ in range(2)]
-    # 7 runners' kernels and the walks' second, 17 + 8 of the two Ising kinds (multi-spin: 9 persistent
-    # sweeps, one for each rows a thread and counting, and 2 band sweeps, counting or not, each set
+    # 6 runners' kernels and the walks' second, XORSAT's 3 (rounds, random start, winning words),
+    # 17 + 8 of the two Ising kinds (multi-spin: 9 persistent sweeps, one for each rows a thread
+    # and counting, and 2 band sweeps, counting or not, each set
     # built from one source: their keys differ by the closure's values), and the rounds' trials with
     # their two reductions
-    assert len(keys[0]) == 36
+    assert len(keys[0]) == 38
     assert all(isinstance(key, str) and len(key) == 64 for _, key in keys[0]), keys[0]
     shared = [name for name, key in keys[0] if [k for _, k in keys[0]].count(key) > 1]
     # the Ising kinds' sum_counts and record kernels: same source and cells

@@ -23,7 +23,15 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from ...core.backend import bind_cuda, cached, copy_back, launching, out_of_memory_as_memory_error, simulating_cuda
+from ...core.backend import (
+    bind_cuda,
+    cached,
+    copy_back,
+    device_zeros,
+    launching,
+    out_of_memory_as_memory_error,
+    simulating_cuda,
+)
 from . import physics as quasi_greedy
 
 cuda = None  # numba.cuda once the CUDA runner is built (see bind_cuda)
@@ -40,12 +48,13 @@ _MAX_WARPS = 8
 class Outcome:
     """What :func:`cpu_runner` / :func:`cuda_runner` return for one instance.
 
-    ``best (runs,)`` uint64 (see the module docstring); ``spins (runs, words, N)`` the final
-    words; ``word_sweeps`` the sweeps the words made in total; ``seconds`` the wall time.
+    ``best (runs,)`` uint64 (see the module docstring); ``winners (runs, N)`` uint32 the final
+    words that hold each run's best clone (zeros for a run without one); ``word_sweeps`` the
+    sweeps the words made in total; ``seconds`` the wall time.
     """
 
     best: np.ndarray
-    spins: np.ndarray
+    winners: np.ndarray
     word_sweeps: int
     seconds: float
 
@@ -82,6 +91,11 @@ def _start(N, runs, clones, seed, key1):
     spins = np.empty((len(runs), words, N), dtype=np.uint32)
     _initial(spins, N, runs, seed, key1)
     return spins, np.zeros((len(runs), words), dtype=np.int64), np.full(len(runs), NONE)
+
+
+def _winning_words(best) -> np.ndarray:
+    """Per run, the index of the word that holds its best clone (0 for a run without one)."""
+    return np.where(best == NONE, np.uint64(0), (best & np.uint64(0xFFFFFFFF)) >> np.uint64(5)).astype(np.int64)
 
 
 def _rounds(best, timeout, sweep_round):
@@ -137,7 +151,8 @@ def cpu_runner():
         sweep_round(0)  # compiles (no sweep ends before 0): the clock starts after
         start = time.perf_counter()
         _rounds(best, timeout, sweep_round)
-        return Outcome(best, spins, int(progress.sum()), time.perf_counter() - start)
+        winners = spins[np.arange(len(runs)), _winning_words(best)] * (best != NONE)[:, None].astype(np.uint32)
+        return Outcome(best, winners, int(progress.sum()), time.perf_counter() - start)
 
     return run
 
@@ -226,19 +241,47 @@ def cuda_runner():
             if lane == 0:
                 progress[i, w] = t
 
+    @cached
+    @cuda.jit
+    def start_kernel(spins, N, runs, seed, key1):
+        # the random start of every word of every run, set on the device (as _initial on the host)
+        n_runs, words, _ = spins.shape
+        for item in range(cuda.grid(1), n_runs * words * N, cuda.gridsize(1)):
+            v = item % N
+            rest = item // N
+            w = rest % words
+            i = rest // words
+            spins[i, w, v] = quasi_greedy.initial_word(seed, key1, N, v, np.uint32(w), runs[i])
+
+    @cached
+    @cuda.jit
+    def winners_kernel(spins, best, winners):
+        # winners[i] = the words of the word that holds run i's best clone, zeros without one
+        n_runs, N = winners.shape
+        for item in range(cuda.grid(1), n_runs * N, cuda.gridsize(1)):
+            i = item // N
+            v = item - i * N
+            b = best[i]
+            winners[i, v] = 0 if b == NONE else spins[i, (b & np.uint64(0xFFFFFFFF)) >> np.uint64(5), v]
+
     def run(graph, bounds, N, runs, clones, P, always, timeout, seed, key1):
         n_sets = len(bounds) - 1
         n_warps = 1 if sim else warps_per_block(N, n_sets)
-        host_spins, host_progress, host_best = _start(N, runs, clones, seed, key1)
-        words = host_progress.shape[1]
+        words = -(-clones // 32)
         n_warps = min(n_warps, words)
         blocks = len(runs) * -(-words // n_warps)
         shared = 4 * (3 * N + n_sets + 1 + n_warps * (N + 2))
         stream = cuda.stream()
+        host_best = np.full(len(runs), NONE)
         with out_of_memory_as_memory_error(f"{len(runs)} runs of {clones} clones"):
-            d = [cuda.to_device(a, stream=stream) for a in (host_spins, host_progress, host_best, graph, bounds,
-                                                            np.asarray(runs, dtype=np.uint32))]
-        d_spins, d_progress, d_best, d_graph, d_bounds, d_runs = d
+            d_spins = cuda.device_array((len(runs), words, N), dtype=np.uint32, stream=stream)
+            d_progress = device_zeros((len(runs), words), np.int64, stream=stream)
+            d_winners = cuda.device_array((len(runs), N), dtype=np.uint32, stream=stream)
+            d_best, d_graph, d_bounds, d_runs = (cuda.to_device(a, stream=stream) for a in (
+                host_best, graph, bounds, np.asarray(runs, dtype=np.uint32)))
+        fill = 1 if sim else min(4096, -(-d_spins.size // 256))
+        with launching("xorsat", stream):
+            start_kernel[fill, 1 if sim else 256, stream](d_spins, N, d_runs, seed, key1)
 
         def sweep_round(t_end):
             with launching("xorsat", stream):
@@ -250,9 +293,14 @@ def cuda_runner():
         sweep_round(0)  # compiles (no sweep ends before 0): the clock starts after
         start = time.perf_counter()
         _rounds(host_best, timeout, sweep_round)
+        with launching("xorsat", stream):
+            winners_kernel[1 if sim else min(4096, -(-d_winners.size // 256)), 1 if sim else 256, stream](
+                d_spins, d_best, d_winners)
         progress = np.empty(d_progress.shape, d_progress.dtype)
-        copy_back(stream, [(progress, d_progress), (host_spins, d_spins)])
-        return Outcome(host_best, host_spins, int(progress.sum()), time.perf_counter() - start)
+        winners = np.empty(d_winners.shape, d_winners.dtype)
+        copy_back(stream, [(progress, d_progress), (winners, d_winners)])
+        return Outcome(host_best, winners, int(progress.sum()), time.perf_counter() - start)
 
     run.kernel = round_kernel
+    run.kernels = [round_kernel, start_kernel, winners_kernel]
     return run

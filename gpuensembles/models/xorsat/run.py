@@ -275,10 +275,8 @@ def _solutions(out, prob) -> np.ndarray:
     satisfy every triplet (0 for unsolved runs)."""
     bits = np.zeros((len(out.best), prob.N), dtype=np.uint8)
     solved = out.best != hypergraphs.NONE
-    clone = (out.best & np.uint64(0xFFFFFFFF)).astype(np.int64)
-    for r in np.flatnonzero(solved):
-        word, lane = divmod(int(clone[r]), 32)
-        bits[r, prob.order] = (out.spins[r, word] >> np.uint32(lane)) & 1
+    lane = (out.best & np.uint64(31)).astype(np.uint32)[:, None]
+    bits[:, prob.order] = np.where(solved[:, None], (out.winners >> lane) & np.uint32(1), 0)
     if np.any(_instances.energy(prob.instance, bits[solved])):
         raise RuntimeError("a reported solution violates a triplet: this is a bug in gpuensembles, please report it")
     return bits
