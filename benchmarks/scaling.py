@@ -155,7 +155,8 @@ def _run_cases(names, sizes, gpus, seconds_in_all) -> list:
         make, probe = CASES[name]
         if name not in sizes:
             size = probe
-            if probe is not None:
+            if probe is not None:  # the probe's first run may compile kernels _compile_here did not
+                _timed(make, probe)
                 seconds, _ = _timed(make, probe)
                 size = max(1, int(probe * seconds_in_all / seconds))
             sizes[name] = size
