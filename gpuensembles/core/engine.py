@@ -41,6 +41,7 @@ from .runs import (  # noqa: F401
     run_items,
     run_realizations,
     run_together,
+    thread_count,
     worker_count,
 )
 from .templates.first_passage import first_passage_runner

@@ -47,6 +47,14 @@ def worker_count(client=None) -> int:
     return max(1, len(client.nthreads()))  # scheduler_info() lists only the first 5 in some versions
 
 
+def thread_count(client=None) -> int:
+    """Threads of all workers of ``client`` (default: the active ``distributed.Client``); 1 without one."""
+    client = client if client is not None else _active_client()
+    if client is None:
+        return 1
+    return max(1, sum(client.nthreads().values()))
+
+
 def _workers_info(client) -> dict:
     """Every worker's entry of ``scheduler_info`` (some versions list 5 unless asked for all)."""
     try:

@@ -134,6 +134,28 @@ def test_same_seed_same_result_for_any_chunking(small):
     assert not np.array_equal(other.tts_sweeps.values, eager.tts_sweeps.values)
 
 
+def test_a_client_gets_one_task_per_worker_thread(small, monkeypatch):
+    distributed = pytest.importorskip("distributed")
+    kw = dict(p=[0.1, 0.4], clones=70, runs=5, seed=3, timeout=400, backend="cpu", progress=False)
+    eager = ge.xorsat.solve(small, **kw)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster):
+        lazy = ge.xorsat.solve(small, **kw)
+        assert _tasks(lazy) == 4  # 10 items (runs at points) in 4 tasks
+        for name in ("tts_sweeps", "solved", "clone", "solution"):
+            xr.testing.assert_identical(eager[name], lazy[name].compute())
+        monkeypatch.setattr(solver, "TASK_BYTES", 3 * (16 + 24))  # 3 items' results a task at most
+        assert _tasks(ge.xorsat.solve(small, **kw)) == 4
+        monkeypatch.setattr(solver, "TASK_BYTES", 2 * (16 + 24))
+        assert _tasks(ge.xorsat.solve(small, **kw)) == 5
+
+
+def _tasks(ds) -> int:
+    """The tasks that run the solver in the graph of a lazy result."""
+    return sum(str(key[0] if isinstance(key, tuple) else key).startswith("_stored")
+               for key in ds.tts_sweeps.data.__dask_graph__())
+
+
 def test_one_run_per_instance_spreads_over_tasks():
     # items are dealt run-major (every instance in turn), so even runs=1 splits over tasks,
     # one per instance and p here, with the eager numbers; and chunks of 3 mix the sizes

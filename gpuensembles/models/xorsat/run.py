@@ -33,6 +33,8 @@ DEFAULT_CLONES = 2**16
 MAX_CLONES = MAX_RUNS = 2**32 - 1
 #: Bytes of clone words a runner call may hold (host and device); more runs go in batches.
 BATCH_BYTES = 2**31
+#: Bytes of results (best, seconds, solution) a dask task returns at most when ``chunks`` is not given.
+TASK_BYTES = 2**28
 _MAX_INDEX = 2**16  # instances and values of p are told apart by 16 bits of the Philox key
 _RNG_TEXT = ("Philox4x32-10, key=(seed, instance | p_index << 16), counter=(sweep, variable | block << 12 | N << 16, "
              "word, run); a u = 1 clone flips when its own 32-bit uniform U < floor(p 2^32)")
@@ -117,8 +119,11 @@ def solve(instances, p=0.1, clones=DEFAULT_CLONES, timeout=None, runs=1, *, seed
     seed : int, optional
         Seed of the counter-based RNG (drawn and recorded when omitted).
     chunks : int, optional
-        Runs per dask task (the result is then lazy, as with an active
-        ``distributed.Client``); the numbers are the same for any chunking.
+        Items per dask task (the result is then lazy, as with an active
+        ``distributed.Client``); an item is one run at one point (a value of ``p`` and an
+        instance), dealt run-major, so ``chunks = k * P`` at ``P`` points gives every task
+        ``k`` runs of each point. The numbers are the same for any chunking. Default with a
+        client: one task per worker thread, of at most `TASK_BYTES` of results.
     store : str or path-like, optional
         Directory that keeps every finished chunk of runs, verified by SHA-256: the same
         call run again (after a crash or ``kill -9``) computes only what is missing, with
@@ -175,6 +180,10 @@ def solve(instances, p=0.1, clones=DEFAULT_CLONES, timeout=None, runs=1, *, seed
     outputs = {"best": engine.Output((n_items,), np.uint64, 0),
                "seconds_per_sweep": engine.Output((n_items,), np.float64, 0),
                "solution": engine.Output((n_items, n_max), np.uint8, 0)}
+    if chunks is None and store is None and engine._active_client() is not None:
+        # one task per worker thread: a runner call's last runs leave its GPU part idle, and
+        # larger calls pay that tail less often (4 x H200: 96.4 % against 94.2 % with 4 a worker)
+        chunks = min(-(-n_items // engine.thread_count()), max(1, TASK_BYTES // (16 + n_max)))
     block = functools.partial(_run_items, points, ps, clones, limit, seed, n_max, backend)
     what = f"runs={runs} at {len(points)} points ({ps.size} values of p, {len(problems)} instances of N <= {n_max})"
     described = {**call, "instances": [(prob.key_index, prob.graph) for prob in problems], "items": "run-major"}
