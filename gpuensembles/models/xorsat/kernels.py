@@ -49,8 +49,9 @@ class Outcome:
     """What :func:`cpu_runner` / :func:`cuda_runner` return for one instance.
 
     ``best (runs,)`` uint64 (see the module docstring); ``winners (runs, N)`` uint32 the final
-    words that hold each run's best clone (zeros for a run without one); ``word_sweeps`` the
-    sweeps the words made in total; ``seconds`` the wall time.
+    clone word (32 clones, one uint32 a variable) that holds each run's best clone, zeros for a
+    run without one; ``word_sweeps`` the sweeps the words made in total; ``seconds`` the wall
+    time.
     """
 
     best: np.ndarray
@@ -256,7 +257,7 @@ def cuda_runner():
     @cached
     @cuda.jit
     def winners_kernel(spins, best, winners):
-        # winners[i] = the words of the word that holds run i's best clone, zeros without one
+        # winners[i] = the clone word (N uint32) that holds run i's best clone, zeros without one
         n_runs, N = winners.shape
         for item in range(cuda.grid(1), n_runs * N, cuda.gridsize(1)):
             i = item // N
