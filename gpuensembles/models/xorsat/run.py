@@ -285,7 +285,7 @@ def _solutions(out, prob) -> np.ndarray:
     bits = np.zeros((len(out.best), prob.N), dtype=np.uint8)
     solved = out.best != hypergraphs.NONE
     lane = (out.best & np.uint64(31)).astype(np.uint32)[:, None]
-    bits[:, prob.order] = np.where(solved[:, None], (out.winners >> lane) & np.uint32(1), 0)
+    bits[:, prob.order] = (out.winners >> lane) & np.uint32(1)  # an unsolved run's winners are zeros
     if np.any(_instances.energy(prob.instance, bits[solved])):
         raise RuntimeError("a reported solution violates a triplet: this is a bug in gpuensembles, please report it")
     return bits
