@@ -12,6 +12,7 @@ from ..backend import (
     build_for,
     cached,
     copy_back,
+    device_zeros,
     identity,
     kernel_options,
     launching,
@@ -145,12 +146,12 @@ def _cuda_first_passage(kernel):
             # 16 resident blocks of 128 fill an SM (2048 threads); more blocks would
             # only start once the counter is exhausted.
             blocks = max(1, min(sms * 16, -(-n_items // threads)))
+        run_stream = cuda.stream()  # uploads too: the legacy default stream waits for every other stream
         with out_of_memory_as_memory_error(f"a block of {out.shape} realizations"):
             d_out = cuda.device_array(out.shape, dtype=np.int64)
-            counter = cuda.to_device(np.zeros(1, dtype=np.int64))
-            d_params = cuda.to_device(np.ascontiguousarray(params))
-            d_streams = cuda.to_device(np.ascontiguousarray(streams))
-        run_stream = cuda.stream()
+            counter = device_zeros(1, np.int64, stream=run_stream)
+            d_params = cuda.to_device(np.ascontiguousarray(params), stream=run_stream)
+            d_streams = cuda.to_device(np.ascontiguousarray(streams), stream=run_stream)
         with launching("first_passage", run_stream):
             run_kernel[blocks, threads, run_stream](
                 d_params, d_streams, np.int64(rid0), np.uint32(seed), np.int64(max_steps), d_out, counter

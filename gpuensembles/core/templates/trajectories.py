@@ -192,10 +192,11 @@ def _cuda_trajectories(kernel):
         if n_items == 0:
             return
         threads = 8 if simulating_cuda() else _THREADS
+        launch_stream = cuda.stream()  # uploads too: the legacy default stream waits for every other stream
         with out_of_memory_as_memory_error(f"a block of {final.shape[:2]} trajectories"):
-            d_in = [cuda.to_device(np.ascontiguousarray(a)) for a in (params, streams)]
-            d_out = [cuda.device_array(a.shape, a.dtype) for a in (final, xs, vs)] + [cuda.to_device(hist)]
-        launch_stream = cuda.stream()
+            d_in = [cuda.to_device(np.ascontiguousarray(a), stream=launch_stream) for a in (params, streams)]
+            d_out = [cuda.device_array(a.shape, a.dtype) for a in (final, xs, vs)] + [
+                cuda.to_device(hist, stream=launch_stream)]
         with launching("trajectories", launch_stream):
             trajectory_kernel[-(-n_items // threads), threads, launch_stream](
                 *d_in, np.int64(rid0), np.uint32(seed), *_schedule(schedule, hist), *d_out)
