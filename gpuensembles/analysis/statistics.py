@@ -101,6 +101,14 @@ DRIFT_FALSE_ALARM = 0.01
 DRIFT_MIN_CHAINS = 4
 
 
+def _along_only(weights, series, along) -> bool:
+    """Whether ``weights`` lie on ``along`` alone, with the labels of ``series`` there (or none)."""
+    if weights.dims != (along,) or weights.sizes[along] != series.sizes[along]:
+        return False
+    mine, theirs = weights.indexes.get(along), series.indexes.get(along)
+    return mine is None or theirs is None or mine.equals(theirs)
+
+
 def _weighted_third(x, w, which):
     """Weighted mean of the first (``which=0``) or last (``which=1``) third of ``x`` along its last axis.
 
@@ -112,9 +120,10 @@ def _weighted_third(x, w, which):
     third = max(1, n // 3)
     part = slice(0, third) if which == 0 else slice(n - third, n)
     x, w = x[..., part], w[..., part]
-    total = np.nansum(w, axis=-1)
-    mean = np.nansum(w * x, axis=-1) / total
-    variance = np.nansum(w * (x - mean[..., None]) ** 2, axis=-1) / total / max(third - 1, 1)
+    add = np.nansum if np.isnan(x).any() or np.isnan(w).any() else np.sum  # (without NaN: no nansum copies)
+    total = add(w, axis=-1)
+    mean = add(w * x, axis=-1) / total
+    variance = add(w * (x - mean[..., None]) ** 2, axis=-1) / total / max(third - 1, 1)
     return mean, variance, third
 
 
@@ -168,12 +177,17 @@ def drift(series: xr.DataArray, along: str, chains: str = REALIZATION, weights=N
         raise ValueError(f"drift needs at least 3 points along {along!r}, got {series.sizes[along]}")
     # numpy on (..., along): the check runs after every Ising call, where xarray's small operations took
     # most of a short call's host time
-    weights = xr.ones_like(series) if weights is None else weights.astype(float)
-    # as xarray's arithmetic would: the labels both share, every dimension of either
-    x, w = xr.broadcast(*xr.align(series, weights, join="inner"))
-    dims = tuple(d for d in x.dims if d != along)
-    coords = {k: v for a in (w, x) for k, v in a.coords.items() if along not in v.dims}
-    x, w = (a.transpose(*dims, along).values for a in (x, w))
+    if weights is None or _along_only(weights, series, along):  # (no alignment to do: 8192 chains in 2 ms, not 15)
+        dims = tuple(d for d in series.dims if d != along)
+        coords = {k: v for a in ([] if weights is None else [weights]) + [series] for k, v in a.coords.items()
+                  if along not in v.dims}
+        x = series.transpose(*dims, along).values
+        w = np.broadcast_to(np.ones(1) if weights is None else weights.values.astype(float), x.shape)
+    else:  # as xarray's arithmetic would: the labels both share, every dimension of either
+        x, w = xr.broadcast(*xr.align(series, weights.astype(float), join="inner"))
+        dims = tuple(d for d in x.dims if d != along)
+        coords = {k: v for a in (w, x) for k, v in a.coords.items() if along not in v.dims}
+        x, w = (a.transpose(*dims, along).values for a in (x, w))
     n_chains = series.sizes.get(chains, 1)
 
     def beyond(fraction, count, dof):
