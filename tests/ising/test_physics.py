@@ -79,6 +79,20 @@ def test_threshold_table_keeps_each_lane_at_its_own_slot():
     assert np.count_nonzero(short[64:]) == 6
 
 
+def test_threshold_tables_of_many_groups_are_those_of_each_group():
+    rng = np.random.default_rng(5)
+    p4, p8 = physics.thresholds(rng.uniform(0.0, 1.0, (7, 32)).ravel())
+    p4, p8 = p4.reshape(7, 32), p8.reshape(7, 32)
+    tables = physics.threshold_table(p4, p8)
+    assert tables.shape == (7, physics.THRESHOLD_STRIDE["multispin"])
+    for g in range(7):
+        np.testing.assert_array_equal(tables[g], physics.threshold_table(p4[g], p8[g]))
+    planes = physics.bit_planes(p4[2])
+    for k in range(32):
+        for lane in range(32):
+            assert (int(planes[k]) >> lane) & 1 == (int(p4[2, lane]) >> (31 - k)) & 1
+
+
 def test_finish_lanes_reads_a_second_block_past_four_lanes():
     # six lanes left: lanes 4 and 5 of the rank order take words 0 and 1 of block 3
     p4, p8 = physics.thresholds(np.full(32, 0.3))

@@ -104,13 +104,13 @@ def thresholds(beta) -> tuple:
 
 
 def bit_planes(p: np.ndarray) -> np.ndarray:
-    """uint32 words ``(32,)``: word ``k`` has bit ``l`` set when bit ``31 - k`` of ``p[l]`` is set.
+    """uint32 words ``(..., 32)``: word ``k`` has bit ``l`` set when bit ``31 - k`` of ``p[..., l]`` is set.
 
-    ``p`` holds the thresholds of up to 32 lanes (missing lanes count as 0).
+    ``p`` holds the thresholds of up to 32 lanes along its last axis (missing lanes count as 0).
     """
     p = np.asarray(p, dtype=np.uint64)
-    bits = (p[None, :] >> (31 - np.arange(32, dtype=np.uint64))[:, None]) & np.uint64(1)
-    return (bits << np.arange(p.size, dtype=np.uint64)[None, :]).sum(axis=1, dtype=np.uint64).astype(np.uint32)
+    bits = (p[..., None, :] >> (31 - np.arange(32, dtype=np.uint64))[:, None]) & np.uint64(1)
+    return (bits << np.arange(p.shape[-1], dtype=np.uint64)).sum(axis=-1, dtype=np.uint64).astype(np.uint32)
 
 
 _SLOTS = lane_slots()  # taken once: a run builds one table per group of 32 lanes
@@ -119,11 +119,12 @@ _SLOTS = lane_slots()  # taken once: a run builds one table per group of 32 lane
 def threshold_table(p4, p8) -> np.ndarray:
     """A multi-spin group's thresholds (uint32, ``THRESHOLD_STRIDE["multispin"]``) from the
     ``(32,)`` thresholds of its lanes for dE = 4 and dE = 8: their bit planes, then themselves,
-    lane ``l`` at slot ``lane_slots()[l]`` (missing lanes count as 0)."""
+    lane ``l`` at slot ``lane_slots()[l]`` (missing lanes count as 0). Given ``(groups, 32)``
+    thresholds, the tables of all the groups, ``(groups, THRESHOLD_STRIDE["multispin"])``."""
     p4, p8 = np.asarray(p4, np.uint32), np.asarray(p8, np.uint32)
-    own4, own8 = np.zeros(32, np.uint32), np.zeros(32, np.uint32)
-    own4[_SLOTS[:p4.size]], own8[_SLOTS[:p8.size]] = p4, p8
-    return np.concatenate([bit_planes(p4), bit_planes(p8), own4, own8]).astype(np.uint32)
+    own4, own8 = np.zeros(p4.shape[:-1] + (32,), np.uint32), np.zeros(p8.shape[:-1] + (32,), np.uint32)
+    own4[..., _SLOTS[:p4.shape[-1]]], own8[..., _SLOTS[:p8.shape[-1]]] = p4, p8
+    return np.concatenate([bit_planes(p4), bit_planes(p8), own4, own8], axis=-1).astype(np.uint32)
 
 
 @jit

@@ -298,8 +298,7 @@ class _Setup:
             padded4 = np.zeros(groups * 32, np.uint32)
             padded8 = np.zeros(groups * 32, np.uint32)
             padded4[:lanes.size], padded8[:lanes.size] = p4[lanes], p8[lanes]
-            thr = np.concatenate([metropolis.threshold_table(padded4[g * 32:(g + 1) * 32], padded8[g * 32:(g + 1) * 32])
-                                  for g in range(groups)])
+            thr = metropolis.threshold_table(padded4.reshape(groups, 32), padded8.reshape(groups, 32)).ravel()
         tags = (metropolis.TAG_INT8, metropolis.TAG_INT8_START) if kernel == "int8" else (
             metropolis.TAG_MULTISPIN, metropolis.TAG_MULTISPIN_START)
         return cls(kernel=kernel, L=L, S=S, layout=layout, spg=spg, span=span, n_systems=n_systems,
@@ -421,9 +420,9 @@ def _dataset(per_L, sizes, L_input, beta_da, realizations, schedule, n_bins, cal
     parts.update(e=[], m=[], snapshot=[])
     xp = np if all(isinstance(raw["bins"], np.ndarray) for _, raw in per_L) else engine.dask_array()
     for setup, raw in per_L:
-        bins = raw["bins"].reshape((-1,) + raw["bins"].shape[2:])[:setup.n_systems] / counts[:, None]
-        for k, q in enumerate(BIN_QUANTITIES):
-            parts[f"bin_{q}"].append(bins[..., k].reshape(shape + (n_bins,)))
+        bins = raw["bins"].reshape((-1,) + raw["bins"].shape[2:])[:setup.n_systems]
+        for k, q in enumerate(BIN_QUANTITIES):  # (one quantity at a time: no copy of all six first)
+            parts[f"bin_{q}"].append((bins[..., k] / counts).reshape(shape + (n_bins,)))
         if setup.n_series:
             series = raw["series"].reshape((-1,) + raw["series"].shape[2:])[:setup.n_systems]
             parts["e"].append(series[..., 0].reshape(shape + (n_meas,)))
@@ -442,18 +441,23 @@ def _dataset(per_L, sizes, L_input, beta_da, realizations, schedule, n_bins, cal
                              {"long_name": "sweeps since the start", "units": "1"}),
     }
     dims = ("L", "beta", engine.REALIZATION)
+
+    def over_sizes(arrays):
+        """The sizes' arrays along a new first axis (one size: a view, no copy)."""
+        return arrays[0][None] if len(arrays) == 1 else xp.stack(arrays)
+
     data = {}
     for q in BIN_QUANTITIES:
         long_name, units = _BIN_ATTRS[q]
-        data[f"bin_{q}"] = engine.on_dims(xp.stack(parts[f"bin_{q}"]), dims + ("bin",), coords, long_name=long_name,
+        data[f"bin_{q}"] = engine.on_dims(over_sizes(parts[f"bin_{q}"]), dims + ("bin",), coords, long_name=long_name,
                                           units=units)
     if parts["e"]:
-        data["e"] = engine.on_dims(xp.stack(parts["e"]), dims + ("sample",), coords, long_name="energy per spin",
+        data["e"] = engine.on_dims(over_sizes(parts["e"]), dims + ("sample",), coords, long_name="energy per spin",
                                    units="1")
-        data["m"] = engine.on_dims(xp.stack(parts["m"]), dims + ("sample",), coords,
+        data["m"] = engine.on_dims(over_sizes(parts["m"]), dims + ("sample",), coords,
                                    long_name="magnetization per spin", units="1")
     if parts["snapshot"]:
-        data["snapshot"] = engine.on_dims(xp.stack(parts["snapshot"]), dims + ("y", "x"), coords,
+        data["snapshot"] = engine.on_dims(over_sizes(parts["snapshot"]), dims + ("y", "x"), coords,
                                           long_name="final spins (0: outside a smaller lattice)", units="1")
     ds = xr.Dataset(data)
     if np.ndim(L_input) == 0:
