@@ -380,9 +380,13 @@ def _run_groups(setup, schedule, start, stop, checkpoints=None, advance=None) ->
             advance(done // setup.n_groups if done % setup.n_groups == 0 else done / setup.n_groups)
 
     def per_group(values):
+        """``values`` of the systems as ``(groups, spg, ...)``, the last group padded with zeros."""
+        shape = (stop - start, spg) + values.shape[1:]
+        if n_systems == (stop - start) * spg:  # (no padding: no copy)
+            return values.reshape(shape)
         out = np.zeros(((stop - start) * spg,) + values.shape[1:], values.dtype)
         out[:n_systems] = values
-        return out.reshape((stop - start, spg) + values.shape[1:])
+        return out.reshape(shape)
 
     snap = _unpack(lattice, setup, stop - start)[:n_systems] if setup.snapshot else np.zeros((n_systems, 0, 0),
                                                                                              np.int8)
@@ -446,20 +450,21 @@ def _dataset(per_L, sizes, L_input, beta_da, realizations, schedule, n_bins, cal
         """The sizes' arrays along a new first axis (one size: a view, no copy)."""
         return arrays[0][None] if len(arrays) == 1 else xp.stack(arrays)
 
-    data = {}
+    data = {}  # (Variables, and the coordinates once: no alignment of each variable's own)
     for q in BIN_QUANTITIES:
         long_name, units = _BIN_ATTRS[q]
-        data[f"bin_{q}"] = engine.on_dims(over_sizes(parts[f"bin_{q}"]), dims + ("bin",), coords, long_name=long_name,
-                                          units=units)
+        data[f"bin_{q}"] = xr.Variable(dims + ("bin",), over_sizes(parts[f"bin_{q}"]),
+                                       {"long_name": long_name, "units": units})
     if parts["e"]:
-        data["e"] = engine.on_dims(over_sizes(parts["e"]), dims + ("sample",), coords, long_name="energy per spin",
-                                   units="1")
-        data["m"] = engine.on_dims(over_sizes(parts["m"]), dims + ("sample",), coords,
-                                   long_name="magnetization per spin", units="1")
+        data["e"] = xr.Variable(dims + ("sample",), over_sizes(parts["e"]), {"long_name": "energy per spin",
+                                                                             "units": "1"})
+        data["m"] = xr.Variable(dims + ("sample",), over_sizes(parts["m"]), {"long_name": "magnetization per spin",
+                                                                             "units": "1"})
     if parts["snapshot"]:
-        data["snapshot"] = engine.on_dims(over_sizes(parts["snapshot"]), dims + ("y", "x"), coords,
-                                          long_name="final spins (0: outside a smaller lattice)", units="1")
-    ds = xr.Dataset(data)
+        data["snapshot"] = xr.Variable(dims + ("y", "x"), over_sizes(parts["snapshot"]), {
+            "long_name": "final spins (0: outside a smaller lattice)", "units": "1"})
+    used = {d for v in data.values() for d in v.dims}
+    ds = xr.Dataset(data, coords={k: c for k, c in coords.items() if set(c.dims) <= used})
     if np.ndim(L_input) == 0:
         ds = ds.squeeze("L")
     if beta_da.ndim == 0:
