@@ -280,9 +280,11 @@ def band_kernel(counting: bool):
 
 
 def halos_of_kernels() -> tuple:
-    """``(halo of the kernel that does not count, halo of the one that counts)``: `HALO`, and
-    ``GPUENSEMBLES_ISING_COUNTING_HALO`` or `HALO`; each an even number of rows >= 2 (window
-    rows must have the parity of their lattice rows), else ``ValueError``."""
+    """The halos of the kernel that does not count and of the one that counts (rows).
+
+    `HALO`, and ``GPUENSEMBLES_ISING_COUNTING_HALO`` or `HALO`: each an even number of rows
+    >= 2 (window rows must have the parity of their lattice rows), else ``ValueError``.
+    """
     text = os.environ.get(COUNTING_HALO_VARIABLE, "")
     if text and not text.isdigit():
         raise ValueError(f"{COUNTING_HALO_VARIABLE} must be an even number of rows >= 2, got {text!r}")
