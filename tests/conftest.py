@@ -58,9 +58,8 @@ def _simulator_cases() -> dict:
     # two rows a thread (GPUENSEMBLES_ISING_SWEEP_ROWS=2), where the other cases take 8
     ising["launched-strips-crowded"] = dict(ising["launched-strips"], beta=0.4, sweeps=6, measure_every=2, bins=3)
     # the band sweeps (the other strips cases keep to the column kernel: bands.MAX_WORDS = 0), one
-    # band a lattice in the simulator, halos of 2 rows, and of 4 in the launches that count
-    # (GPUENSEMBLES_ISING_COUNTING_HALO): the 6 counted sweeps are 4 rounds of 3 half-sweeps, the
-    # sweep of thermalization two rounds of one half-sweep each; two lattices, two blocks
+    # band a lattice in the simulator, halos of 2 rows: the 6 counted sweeps are 6 rounds of the
+    # window, the sweep of thermalization two of one half-sweep each; two lattices, two blocks
     ising["bands"] = dict(ising["launched-strips-crowded"], realizations=2)
     # the resident kernel's column walk: "resident" (L = 6) walks three pieces of a row of 3
     # words side by side in one warp; here three warps (GPUENSEMBLES_ISING_RESIDENT_THREADS=96)

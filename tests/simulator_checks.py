@@ -122,7 +122,6 @@ def ising(path):
     # the launched strips kernels take the lattices that the resident strips kernel would
     lattices.RESIDENT_STRIPS_MAX_L = 0 if path.startswith(("launched-strips", "bands")) else RESIDENT_STRIPS_MAX_L
     bands.MAX_WORDS, bands.HALO = (BAND_WORDS, 2) if path == "bands" else (0, HALO)
-    os.environ[bands.COUNTING_HALO_VARIABLE] = "4" if path == "bands" else ""  # (the counting launches' own)
     lattices._WARP_ROOM = 1 if path.endswith("crowded") else WARP_ROOM
     lattices._MAX_GRID_Z = 1 if path == "launched-chunks" else MAX_GRID_Z
     launcher, banded = bands.launcher, []  # which parts took the band sweeps

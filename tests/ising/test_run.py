@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 import gpuensembles as ge
-from gpuensembles.models.ising import bands, theory
 from gpuensembles.models.ising import kernels as lattices
 from gpuensembles.models.ising import physics as metropolis
 from gpuensembles.models.ising import run as ising_model
+from gpuensembles.models.ising import theory
 
 from .. import z_score
 
@@ -215,22 +215,6 @@ def test_resident_threads_by_groups_and_setting(monkeypatch):
     monkeypatch.setenv(lattices.RESIDENT_THREADS_VARIABLE, "100")
     with pytest.raises(ValueError, match="multiple of 32"):
         lattices.resident_threads(256, 132, 1024, 2048)
-
-
-def test_band_halos_by_kernel_and_setting(monkeypatch):
-    # both kernels take HALO unless the setting gives the counting one its own; odd or tiny halos are refused
-    monkeypatch.delenv(bands.COUNTING_HALO_VARIABLE, raising=False)
-    assert bands.halos_of_kernels() == (bands.HALO, bands.HALO)
-    monkeypatch.setenv(bands.COUNTING_HALO_VARIABLE, "4")
-    assert bands.halos_of_kernels() == (bands.HALO, 4)
-    for bad in ("3", "0", "-2", "four"):
-        monkeypatch.setenv(bands.COUNTING_HALO_VARIABLE, bad)
-        with pytest.raises(ValueError, match="GPUENSEMBLES_ISING_COUNTING_HALO must be an even number of rows"):
-            bands.halos_of_kernels()
-    monkeypatch.delenv(bands.COUNTING_HALO_VARIABLE)
-    monkeypatch.setattr(bands, "HALO", 5)
-    with pytest.raises(ValueError, match="bands.HALO must be an even number of rows"):
-        bands.halos_of_kernels()
 
 
 def test_sweep_segments_end_at_every_measured_sweep():

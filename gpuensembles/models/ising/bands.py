@@ -24,7 +24,6 @@ measured sweep at 1024^2, a fifth of the sweep).
 """
 
 import functools
-import os
 
 import numba
 import numpy as np
@@ -36,11 +35,6 @@ cuda = None  # numba.cuda once the kernel is built (see bind_cuda)
 
 #: Halo rows (even), i.e. half-sweeps a round.
 HALO = 8
-#: Environment variable that sets the halo of the launches that count (benchmarks; default
-#: `HALO`). The kernel that counts runs fewer threads (its registers: 384 against 512 at
-#: 2048^2, 12 rows a pass against 16), so a round of 8 half-sweeps takes it 19 passes over its
-#: rows against 15; with halos of 4 it would take 8 passes and a grid barrier every 4.
-COUNTING_HALO_VARIABLE = "GPUENSEMBLES_ISING_COUNTING_HALO"
 #: The band sweeps run a launch when a half-sweep of its groups has at most this many words.
 MAX_WORDS = 1 << 17
 #: Blocks a multiprocessor runs at once (bands x groups <= this x the multiprocessors).
@@ -279,22 +273,6 @@ def band_kernel(counting: bool):
     return band_sweeps
 
 
-def halos_of_kernels() -> tuple:
-    """The halos of the kernel that does not count and of the one that counts (rows).
-
-    `HALO`, and ``GPUENSEMBLES_ISING_COUNTING_HALO`` or `HALO`: each an even number of rows
-    >= 2 (window rows must have the parity of their lattice rows), else ``ValueError``.
-    """
-    text = os.environ.get(COUNTING_HALO_VARIABLE, "")
-    if text and not text.isdigit():
-        raise ValueError(f"{COUNTING_HALO_VARIABLE} must be an even number of rows >= 2, got {text!r}")
-    halos = (HALO, int(text) if text else HALO)
-    for name, H in zip(("bands.HALO", COUNTING_HALO_VARIABLE), halos):
-        if H < 2 or H % 2:
-            raise ValueError(f"{name} must be an even number of rows >= 2, got {H}")
-    return halos
-
-
 def launcher(stream, part, d_thr, d_counts, g0, n_groups, L, S, seed, key, group0, schedule):
     """The band sweeps of one part of the lattices, or None where they are not wanted or do not fit.
 
@@ -331,27 +309,29 @@ def launcher(stream, part, d_thr, d_counts, g0, n_groups, L, S, seed, key, group
     groups = part.size // (2 * L * S)
     if groups * L * S > MAX_WORDS:
         return None
-    halos = halos_of_kernels()  # (the kernel that does not count, the one that does)
+    if HALO < 2 or HALO % 2:  # (window rows must have the parity of their lattice rows)
+        raise ValueError(f"bands.HALO must be an even number of rows >= 2, got {HALO}")
+    H = HALO
     therm, _, every = schedule
     spare = cuda.device_array_like(part)
     args = [part, spare, d_thr, np.uint32(0), np.int64(2), np.int64(therm), np.int64(every), np.int64(0), np.int64(g0),
-            np.int64(n_groups), np.int64(L), np.int64(S), np.int64(L), np.int64(halos[0]), seed, key, group0, d_counts]
+            np.int64(n_groups), np.int64(L), np.int64(S), np.int64(L), np.int64(H), seed, key, group0, d_counts]
     kernels = [band_kernel(counting) for counting in (False, True)]
     if simulating_cuda():  # its blocks run one after another: one band a lattice
-        B = 1 if _bands_for(L, S, groups, max(halos), groups) == 1 else 0
+        B = 1 if _bands_for(L, S, groups, H, groups) == 1 else 0
         most = [1024, 1024]
     else:
         gpu = cuda.get_current_device()
         built = [compiled(kernel, *args) for kernel in kernels]
         most = [k.max_threads_per_block for k in built]
-        B = _bands_for(L, S, groups, max(halos), gpu.MULTIPROCESSOR_COUNT * BLOCKS_PER_MULTIPROCESSOR)
+        B = _bands_for(L, S, groups, H, gpu.MULTIPROCESSOR_COUNT * BLOCKS_PER_MULTIPROCESSOR)
     R = L // max(B, 1)
     # threads of each kernel: its workers, and the counting warp beside them in the kernel that counts
-    workers = [_threads_for(R, S, halos[0], most[0]), _threads_for(R, S, halos[1], most[1] - 32)]
+    workers = [_threads_for(R, S, H, most[0]), _threads_for(R, S, H, most[1] - 32)]
     threads = [workers[0], workers[1] + 32]
-    shared = [_window_bytes(R, H, S, workers[1]) for H in halos]
+    shared = _window_bytes(R, H, S, workers[1])
     if not simulating_cuda() and B and min(workers) and any(
-            k.max_cooperative_grid_blocks(t, b) < B * groups for k, t, b in zip(built, threads, shared)):
+            k.max_cooperative_grid_blocks(t, shared) < B * groups for k, t in zip(built, threads)):
         B = 0
     if B == 0 or min(workers) == 0:
         return None
@@ -359,10 +339,8 @@ def launcher(stream, part, d_thr, d_counts, g0, n_groups, L, S, seed, key, group
 
     def sweeps(first, stop, measured, i):
         """Sweeps ``first`` to ``stop - 1``, counting ``measured`` of them from measurement ``i``."""
-        k = bool(measured)
         args[3], args[4], args[7] = np.uint32(2 * first), np.int64(2 * (stop - first)), np.int64(i)
-        args[13] = np.int64(halos[k])
-        kernels[k][(B, groups), threads[k], stream, shared[k]](*args)
+        kernels[bool(measured)][(B, groups), threads[bool(measured)], stream, shared](*args)
 
     sweeps.bands, sweeps.threads = B, threads[0]
     return sweeps
