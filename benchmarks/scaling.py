@@ -157,8 +157,7 @@ def _run_cases(names, sizes, gpus, seconds_in_all) -> list:
             size = probe
             if probe is not None:  # the probe's first run may compile kernels _compile_here did not
                 _timed(make, probe)
-                seconds, _ = _timed(make, probe)
-                size = max(1, int(probe * seconds_in_all / seconds))
+                size = _sized(lambda n, make=make: _timed(make, n)[0], probe, seconds_in_all)
             sizes[name] = size
         elif probe is not None:  # a size given: a short run first takes what a first run costs
             _timed(make, max(1, sizes[name] // 50))
@@ -168,6 +167,24 @@ def _run_cases(names, sizes, gpus, seconds_in_all) -> list:
         results.append(dict(case=name, size=sizes[name], gpus=gpus, seconds=seconds, total=total))
         print(f"{name}: {_gpus_text(gpus)}, size {sizes[name]}: {seconds:.1f} s (sum {total:.6g})", flush=True)
     return results
+
+
+def _sized(seconds_of, probe: int, seconds_in_all: float) -> int:
+    """The size whose run takes about ``seconds_in_all``, from runs timed by ``seconds_of(size)``.
+
+    A short run is mostly fixed costs (a call's compile checks, the tail of its slowest items),
+    and scaling its time up linearly sizes the run too small: XORSAT's probe of 64 runs took
+    0.84 s on an H200, which sized a four-minute baseline at 30 s. So the probe grows, at least
+    twice and at most ten times a step, until a run lasts a twentieth of the target, and the
+    size is scaled from that run. With fixed costs ``c`` the run then takes at least
+    ``seconds_in_all - 19 c``, and at most ``seconds_in_all`` where the time is linear.
+    """
+    size = probe
+    while True:
+        seconds = seconds_of(size)
+        if seconds >= seconds_in_all / 20:
+            return max(1, int(size * seconds_in_all / seconds))
+        size = int(size * min(10.0, max(2.0, seconds_in_all / 20 / max(seconds, 1e-9))))
 
 
 def _gpus_text(gpus) -> str:

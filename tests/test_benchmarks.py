@@ -188,6 +188,19 @@ def test_scaling_report_joins_baselines_and_refuses_what_it_cannot_compare(tmp_p
         scaling.main(["--gpus", "4", "--only", "escape_times", "--sizes", str(tmp_path / "one_*.json")])
 
 
+def test_scaling_sizes_a_run_past_the_fixed_costs_of_a_short_probe():
+    # runs of n items take 0.8 s + 1.65 ms n (XORSAT on an H200): the probe of 64 alone, scaled up
+    # linearly, gave 18 000 runs for a 240 s target, 30 s of work
+    from benchmarks import scaling
+
+    def seconds_of(n):
+        return 0.8 + 1.65e-3 * n
+
+    size = scaling._sized(seconds_of, 64, 240.0)
+    assert 240.0 - 19 * 0.8 <= seconds_of(size) <= 240.0
+    assert scaling._sized(lambda n: 2e-3 * n, 64, 240.0) == 120_000  # time linear in the size: exact
+
+
 def test_rate_error_calibration_prints_one_row_per_bias(capsys):
     from benchmarks import rate_errors
 
