@@ -17,9 +17,9 @@ compute of everything it returns, on the workers; only a sum comes back):
 * ``ising`` over L = 256, 512, 1024 and 8 values of beta (32 realizations each);
 * ``xorsat``: ``xorsat.solve`` over 24 instances (N = 64, 80, 96) at p = 0.1, 1024 clones.
 
-The sized cases are calibrated on one GPU (a probe run, then the size that takes
-``--seconds`` times the largest GPU count there: ``--seconds`` of work per GPU at that
-count). Every worker compiles (or loads) the kernels before the clock starts. It prints the
+The sized cases are calibrated on one GPU (probe runs, grown until one lasts a twentieth of
+the target, then the size that takes ``--seconds`` times the largest GPU count there:
+``--seconds`` of work per GPU at that count). Every worker compiles (or loads) the kernels before the clock starts. It prints the
 parallel efficiency T1 / (n Tn) and checks that the client process never held a CUDA context
 (nvidia-smi lists the processes that do). ``--gpus 0`` adds the same call run eagerly on one GPU
 without a client (after that check, in this process), and the table gives each cluster run's
