@@ -19,11 +19,11 @@ compute of everything it returns, on the workers; only a sum comes back):
 
 The sized cases are calibrated on one GPU (probe runs, grown until one lasts a twentieth of
 the target, then the size that takes ``--seconds`` times the largest GPU count there:
-``--seconds`` of work per GPU at that count). Every worker compiles (or loads) the kernels before the clock starts. It prints the
-parallel efficiency T1 / (n Tn) and checks that the client process never held a CUDA context
-(nvidia-smi lists the processes that do). ``--gpus 0`` adds the same call run eagerly on one GPU
-without a client (after that check, in this process), and the table gives each cluster run's
-efficiency against it too.
+``--seconds`` of work per GPU at that count). Every worker compiles (or loads) the kernels
+before the clock starts. It prints the parallel efficiency T1 / (n Tn) and checks that the
+client process never held a CUDA context (nvidia-smi lists the processes that do). ``--gpus 0``
+adds the same call run eagerly on one GPU without a client (after that check, in this
+process), and the table gives each cluster run's efficiency against it too.
 
 The one-GPU baselines take n times as long as the n-GPU runs. ``benchmarks/gpu_cluster.sh``
 can therefore run them side by side, one case per GPU (``CUDA_VISIBLE_DEVICES``), each
