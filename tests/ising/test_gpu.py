@@ -94,6 +94,22 @@ def test_gpu_resident_strips_equal_cpu():
         np.testing.assert_array_equal(gpu[name].values, cpu[name].values, err_msg=name)
 
 
+@pytest.mark.parametrize("rows", lattices.SWEEP_ROWS)
+def test_gpu_column_sweeps_of_any_rows_a_thread_equal_cpu(monkeypatch, rows):
+    # the column kernel of each K (sweep_rows picks one by the lattices' lanes and the GPU's
+    # threads): 6 lattices of 64^2 in strips (one word a row) and 2 of 128^2 (two)
+    monkeypatch.setenv(lattices.SWEEP_ROWS_VARIABLE, str(rows))
+    monkeypatch.setattr(ising_model, "STRIPS_MIN_L", 64)
+    monkeypatch.setattr(lattices, "RESIDENT_STRIPS_MAX_L", 0)
+    monkeypatch.setattr(bands, "MAX_WORDS", 0)
+    kw = dict(L=[64, 128], beta=[0.3, 0.44], sweeps=20, thermalization=4, realizations=3, measure_every=2,
+              seed=13, snapshot=True, progress=False)
+    cpu, gpu = ge.ising(backend="cpu", **kw), ge.ising(backend="cuda", **kw)
+    assert "L=128: strips" in gpu.attrs["layout"]
+    for name in cpu.data_vars:
+        np.testing.assert_array_equal(gpu[name].values, cpu[name].values, err_msg=f"{name}, K = {rows}")
+
+
 def test_gpu_strips_over_several_column_blocks_equal_cpu():
     # 6144 = 96 words a row in strips: three blocks of 32 words, the first and last with a lane
     # across a strip edge (rotated side words), the middle one with none

@@ -256,16 +256,32 @@ def test_measured_launches_cover_the_sweeps_with_at_most_so_many_measurements():
 def test_sweep_rows_give_half_the_resident_threads_a_column_else_the_fewest(monkeypatch):
     monkeypatch.delenv(lattices.SWEEP_ROWS_VARIABLE, raising=False)
     threads = 132 * 2048  # an H100's
-    assert lattices.sweep_rows(16384 * 256, threads) == 8  # one 16384^2 lattice in strips: 4.2M words a colour
-    assert lattices.sweep_rows(2 * 8192 * 128, threads) == 8  # two 8192^2 lattices: 262144 columns of 8 rows
-    assert lattices.sweep_rows(8192 * 128, threads) == 4
-    assert lattices.sweep_rows(4096 * 64, threads) == 2  # 262144 words: 131072 columns of two rows
-    assert lattices.sweep_rows(1024 * 16, threads) == 2
+    assert lattices.sweep_rows(1, 16384, 256, threads) == 8  # one 16384^2 lattice in strips: 4.2M words a colour
+    assert lattices.sweep_rows(2, 8192, 128, threads) == 8  # two 8192^2 lattices: 262144 columns of 8 rows
+    assert lattices.sweep_rows(1, 8192, 128, threads) == 4
+    assert lattices.sweep_rows(1, 4096, 64, threads) == 2  # 262144 words: 131072 columns of two rows
+    assert lattices.sweep_rows(1, 1024, 16, threads) == 2
+
+
+def test_sweep_rows_count_rows_narrower_than_a_warp_as_whole_warps(monkeypatch):
+    """1024^2 in strips has 16 words a row, and a task holds a whole warp (lanes 16-31 idle):
+    64 such lattices fill the GPU as 2M lanes, where 16 of 2048^2 (as many words) fill it
+    as 1M."""
+    monkeypatch.delenv(lattices.SWEEP_ROWS_VARIABLE, raising=False)
+    threads = 132 * 2048
+    assert lattices.sweep_rows(16, 2048, 32, threads) == 4
+    assert lattices.sweep_rows(64, 1024, 16, threads) == 8
+    assert lattices.sweep_rows(32, 1024, 16, threads) == 4
+    assert lattices.sweep_rows(16, 1024, 16, threads) == 2
+
+
+def test_sweep_rows_variable_sets_them(monkeypatch):
+    threads = 132 * 2048
     monkeypatch.setenv(lattices.SWEEP_ROWS_VARIABLE, "4")
-    assert lattices.sweep_rows(16384 * 256, threads) == 4
+    assert lattices.sweep_rows(1, 16384, 256, threads) == 4
     monkeypatch.setenv(lattices.SWEEP_ROWS_VARIABLE, "3")
     with pytest.raises(ValueError, match="GPUENSEMBLES_ISING_SWEEP_ROWS must be one of"):
-        lattices.sweep_rows(1024, threads)
+        lattices.sweep_rows(1, 64, 1, threads)
 
 
 def test_divide_by_a_divisor_is_exact_for_every_uint32():

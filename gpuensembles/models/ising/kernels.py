@@ -441,13 +441,17 @@ def flush_every(rows: int) -> int:
     return max(1, vertical.FLUSH_LIMIT // (rows + 2))
 
 
-def sweep_rows(words: int, threads: int) -> int:
+def sweep_rows(groups: int, L: int, S: int, threads: int) -> int:
     """Rows per thread of the persistent multi-spin sweeps (``K``): ``GPUENSEMBLES_ISING_SWEEP_ROWS``,
     else the most of `SWEEP_ROWS` that still gives half the GPU's ``threads`` (those resident
-    at once) a column of its own in a half-sweep of ``words`` words (one colour of every
-    group), else the fewest. On an H100 (kernel flips/ns, measuring every sweep, K = 8 / 4 /
-    2): 1024^2 23 / 39 / 43, 2048^2 133 / 174 / 181, 4096^2 463 / 522 / 578, 8192^2 1468 /
-    1424 / 947, 16384^2 1931 / 1514 / 975 (short calls).
+    at once) a column of its own in a half-sweep of ``groups`` groups of ``L`` rows of ``S``
+    words, each row counted in whole warps (a task holds a warp even where a row has fewer
+    than 32 words), else the fewest. On an H100 (kernel flips/ns, measuring every
+    sweep, K = 8 / 4 / 2): 1024^2 23 / 39 / 43, 2048^2 133 / 174 / 181, 4096^2 463 / 522 /
+    578, 8192^2 1468 / 1424 / 947, 16384^2 1931 / 1514 / 975 (short calls). On an H200
+    (2026-11-28, whole calls of 20 000 sweeps measuring every 100th, 8 to 128 lattices of
+    1024^2, 16 words a row): 64 lattices took 0.91 / 1.03 / 1.30 s, 32 took 0.51 / 0.54 /
+    0.66 s; counted in words rather than lanes, they had got K = 4 and 2.
 
     More rows share a task's one-off work (its ticket, waits and barriers, the words set
     aside) among more words, which large lattices need (16384^2 ran fastest at 8); fewer rows
@@ -459,7 +463,8 @@ def sweep_rows(words: int, threads: int) -> int:
         if text not in {str(k) for k in SWEEP_ROWS}:
             raise ValueError(f"{SWEEP_ROWS_VARIABLE} must be one of {SWEEP_ROWS}, got {text!r}")
         return int(text)
-    return next((k for k in SWEEP_ROWS if 2 * (words // k) >= threads), SWEEP_ROWS[-1])
+    lanes = groups * L * -(-S // 32) * 32
+    return next((k for k in SWEEP_ROWS if 2 * (lanes // k) >= threads), SWEEP_ROWS[-1])
 
 
 def resident_rows(L: int, S: int, threads: int) -> int:
@@ -1509,7 +1514,7 @@ def cuda_runner(kind: str):
         groups = len(part) // (2 * L * S)
         gpu = None if simulating_cuda() else cuda.get_current_device()  # (the simulator: the most rows)
         threads = 1 if gpu is None else gpu.MULTIPROCESSOR_COUNT * gpu.MAX_THREADS_PER_MULTIPROCESSOR
-        K = sweep_rows(groups * L * S, threads)
+        K = sweep_rows(groups, L, S, threads)
         bands = -(-L // (block[1] * K))
         queue = device_zeros(1, np.int64, stream)
         finished = device_zeros(groups * bands, np.int64, stream)
