@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import gpuensembles as ge
+from gpuensembles.core import engine
 from gpuensembles.models.ising import kernels as lattices
 from gpuensembles.models.ising import physics as metropolis
 from gpuensembles.models.ising import run as ising_model
@@ -251,6 +252,25 @@ def test_measured_launches_cover_the_sweeps_with_at_most_so_many_measurements():
     assert lattices.measurements_per_launch(1) == lattices._MEASUREMENTS_PER_LAUNCH
     assert lattices.measurements_per_launch(10**6) == 1  # counts of a million groups: one measurement a launch
     assert lattices.measurements_per_launch(2000) * 2000 * 32 * 3 * 8 <= lattices._COUNT_BYTES
+
+
+@pytest.mark.parametrize("packed", [0.5, 1.0])
+def test_cluster_shares_weigh_packed_lattices_by_their_cost(monkeypatch, packed):
+    # benchmarks.scaling's case on 4 workers: the 256^2 lattices (strips) and the 16 groups of
+    # 32 lattices of 512^2 (replicas, at `packed` the cost of a spin in strips) go whole to the
+    # first worker, with the 1024^2 lattices that even its share out; the other three share the rest
+    monkeypatch.setitem(ising_model.LAYOUT_COST, "replicas", packed)
+    betas = np.linspace(0.40, 0.48, 16)
+    setups = [ising_model._Setup.make("multispin", L, betas, 32, False, 3, 64, 0, False, "cpu") for L in (256, 512, 1024)]
+    assert [s.layout for s in setups] == ["strips", "replicas", "strips"]
+    chains = engine.Chains.balanced(ising_model._share_costs(setups), 4)
+    small, middle, large = (chains.next_shares(s.n_groups) for s in setups)
+    assert small == [(0, 512, 0)] and middle == [(0, 16, 0)]
+    packed_spins = 16 * 32 * 512**2 * packed
+    first = ((512 * 1024**2 + 512 * 256**2 + packed_spins) / 4 - 512 * 256**2 - packed_spins) / 1024**2
+    assert [chain for _, _, chain in large] == [0, 1, 2, 3]
+    assert abs(large[0][1] - first) <= 1
+    assert max(hi - lo for lo, hi, _ in large[1:]) - min(hi - lo for lo, hi, _ in large[1:]) <= 1
 
 
 def test_sweep_rows_give_half_the_resident_threads_a_column_else_the_fewest(monkeypatch):
