@@ -14,7 +14,7 @@ compute of everything it returns, on the workers; only a sum comes back):
   passes spread their bias points over the workers. Fixed size.
 * ``escape_times`` (seed Fig. 10 setting, D = 0.008; 64 chunks) and ``switching_currents``
   (the Li junction at a 2e7/s sweep, the direct method; 16 chunks);
-* ``ising`` over L = 256, 512, 1024 and 8 values of beta (32 realizations each);
+* ``ising`` over L = 256, 512, 1024 and 16 values of beta (32 realizations each);
 * ``xorsat``: ``xorsat.solve`` over 24 instances (N = 64, 80, 96) at p = 0.1, 1024 clones.
 
 The sized cases are calibrated on one GPU (probe runs, grown until one lasts a twentieth of
@@ -47,7 +47,8 @@ from .bench_switching import LI2007, li2007_case
 
 ESCAPE = dict(damping=0.05, gamma=0.5, D=0.008, h=0.004, seed=3)  # 2.8e5 steps per escape
 SWITCH = dict(li2007_case(2e7), h=1e-4, seed=3)  # 3.9e6 steps per switching event
-ISING = dict(L=[256, 512, 1024], beta=np.linspace(0.40, 0.48, 8), realizations=32, measure_every=100, seed=3)
+# 512 lattices an L: a quarter of them fills an H200 (H200: 64 lattices of 1024^2 ran 5 % slower each than 128)
+ISING = dict(L=[256, 512, 1024], beta=np.linspace(0.40, 0.48, 16), realizations=32, measure_every=100, seed=3)
 RATES = dict(physical=dict(LI2007, sweep_rate=np.array([1.0, 200.0, 1e4])), h=1e-3, integrator="baoab",
              method="rates", rel_error=0.01, realizations=30_000, seed=4)
 
