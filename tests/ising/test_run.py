@@ -261,7 +261,8 @@ def test_cluster_shares_weigh_packed_lattices_by_their_cost(monkeypatch, packed)
     # first worker, with the 1024^2 lattices that even its share out; the other three share the rest
     monkeypatch.setitem(ising_model.LAYOUT_COST, "replicas", packed)
     betas = np.linspace(0.40, 0.48, 16)
-    setups = [ising_model._Setup.make("multispin", L, betas, 32, False, 3, 64, 0, False, "cpu") for L in (256, 512, 1024)]
+    setups = [ising_model._Setup.make("multispin", L, betas, 32, False, 3, 64, 0, False, "cpu")
+              for L in (256, 512, 1024)]
     assert [s.layout for s in setups] == ["strips", "replicas", "strips"]
     chains = engine.Chains.balanced(ising_model._share_costs(setups), 4)
     small, middle, large = (chains.next_shares(s.n_groups) for s in setups)
