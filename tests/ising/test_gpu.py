@@ -97,7 +97,7 @@ def test_gpu_resident_strips_equal_cpu():
 @pytest.mark.parametrize("rows", lattices.SWEEP_ROWS)
 def test_gpu_column_sweeps_of_any_rows_a_thread_equal_cpu(monkeypatch, rows):
     # the column kernel of each K (sweep_rows picks one by the lattices' lanes and the GPU's
-    # threads): 6 lattices of 64^2 in strips (one word a row) and 2 of 128^2 (two)
+    # threads): 6 lattices each of 64^2 in strips (one word a row) and of 128^2 (two)
     monkeypatch.setenv(lattices.SWEEP_ROWS_VARIABLE, str(rows))
     monkeypatch.setattr(ising_model, "STRIPS_MIN_L", 64)
     monkeypatch.setattr(lattices, "RESIDENT_STRIPS_MAX_L", 0)
