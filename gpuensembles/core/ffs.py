@@ -19,9 +19,9 @@ gets (the pilot's trials are not reused, so the estimate at fixed interfaces sta
 unbiased). Errors come from independent replicas (each with its own flux run and
 its own chain of stages, sharing the interfaces): the spread of the replica rates
 includes the correlations that branching from shared starting states brings, which the
-binomial formula misses. Batches of replicas (sharing the interfaces the first places) run
-in the same rounds: two at first, then all those that the replicas' spread says are still
-needed, so that a point's chain of rounds is not repeated batch after batch.
+binomial formula misses. After the first batch of replicas, all the batches that their
+spread says are still needed run at once, in the same rounds and sharing the interfaces the
+first placed, so that a point's chain of rounds is not repeated batch after batch.
 """
 
 import math
@@ -255,7 +255,7 @@ class FluxSettings:
     p_target: float = 0.3
     rel_error: float = 0.03
     max_batches: int = 4
-    first_batches: int = 2
+    first_batches: int = 1
 
 
 def forward_flux(rounds: Rounds, lam_a, lam_0, lam_b, dt, settings: FluxSettings, on_round=None) -> dict:
