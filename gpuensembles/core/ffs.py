@@ -19,9 +19,7 @@ gets (the pilot's trials are not reused, so the estimate at fixed interfaces sta
 unbiased). Errors come from independent replicas (each with its own flux run and
 its own chain of stages, sharing the interfaces): the spread of the replica rates
 includes the correlations that branching from shared starting states brings, which the
-binomial formula misses. After the first batch of replicas, all the batches that their
-spread says are still needed run at once, in the same rounds and sharing the interfaces the
-first placed, so that a point's chain of rounds is not repeated batch after batch.
+binomial formula misses.
 """
 
 import math
@@ -47,7 +45,7 @@ def trial_id(kind: int, stage: int, batch: int, index):
         ``FLUX``, ``PILOT``, ``STAGE`` or ``DIRECT``.
     stage : int
         Stage (or flux half-cycle) number, below 2**10.
-    batch : int or ndarray
+    batch : int
         Batch of replicas, below 2**12.
     index : int or ndarray
         Trial within the round, below 2**36.
@@ -57,8 +55,8 @@ def trial_id(kind: int, stage: int, batch: int, index):
     int64 or ndarray of int64
         The 64-bit Philox counter of the trial (below 2**63).
     """
-    code = 1 + kind + 4 * (stage + 1024 * np.asarray(batch, dtype=np.int64))
-    return (code << np.int64(_INDEX_BITS)) + np.asarray(index, dtype=np.int64)
+    code = 1 + kind + 4 * (stage + 1024 * batch)
+    return (np.int64(code) << np.int64(_INDEX_BITS)) + np.asarray(index, dtype=np.int64)
 
 
 @dataclass
@@ -242,9 +240,6 @@ class FluxSettings:
         Relative standard error after which a point needs no further batch.
     max_batches : int
         Batches of replicas at most.
-    first_batches : int
-        Batches run at once, in the same rounds, before the first look at the error (the
-        further batches a point needs then also run at once).
     """
 
     replicas: int = 16
@@ -255,7 +250,6 @@ class FluxSettings:
     p_target: float = 0.3
     rel_error: float = 0.03
     max_batches: int = 4
-    first_batches: int = 1
 
 
 def forward_flux(rounds: Rounds, lam_a, lam_0, lam_b, dt, settings: FluxSettings, on_round=None) -> dict:
@@ -287,40 +281,23 @@ def forward_flux(rounds: Rounds, lam_a, lam_0, lam_b, dt, settings: FluxSettings
     rates = [[] for _ in range(n_points)]
     ends = [[] for _ in range(n_points)]
     lambdas = None
-    done = np.zeros(n_points, dtype=np.int64)  # batches run per point
     todo = np.arange(n_points)
-    want = np.full(n_points, min(settings.first_batches, settings.max_batches))
-    while todo.size:
-        points = np.repeat(todo, want[todo])
-        batches = np.concatenate([np.arange(done[p], done[p] + want[p]) for p in todo])
-        flux, configs = _flux(rounds, points, batches, lam_a, lam_0, lam_b, dt, settings, tick)
-        chain = _chain(rounds, points, batches, configs, lam_0[points].copy(), lam_a, lam_b, dt, settings, lambdas,
-                       tick)
-        lambdas = lambdas or chain.chosen
-        for i, p in enumerate(points):
+    for batch in range(settings.max_batches):
+        flux, configs = _flux(rounds, todo, lam_a, lam_0, lam_b, dt, settings, batch, tick)
+        chain = _chain(rounds, todo, configs, lam_0[todo].copy(), lam_a, lam_b, dt, settings, batch, lambdas, tick)
+        if lambdas is None:
+            lambdas = chain.chosen
+        for i, p in enumerate(todo):
             rates[p].extend(flux[i] * chain.product[i])
             ends[p].extend(configs[i])
-        done[todo] += want[todo]
-        todo, want = _further_batches(rates, done, settings)
+        done = np.array([_relative_error(rates[p]) <= settings.rel_error for p in range(n_points)])
+        todo = np.flatnonzero(~done)
+        if todo.size == 0:
+            break
     rate = np.array([np.mean(r) for r in rates])
     stderr = np.array([np.std(r, ddof=1) / math.sqrt(len(r)) for r in rates])
-    return {"rate": rate, "rate_stderr": stderr, "interfaces": np.array([len(lambdas[p]) for p in range(n_points)]),
-            "replicas": np.array([len(r) for r in rates]), "lambdas": [lambdas[p] for p in range(n_points)],
-            "ends": ends}
-
-
-def _further_batches(rates, done, settings) -> tuple:
-    """Points whose replicas miss ``settings.rel_error``, and the batches each needs: all at once, one at least.
-
-    ``done`` batches gave a point the relative error ``e``; its replicas' spread predicts that
-    ``done (e / rel_error)**2`` batches meet the target (capped at ``max_batches``).
-    """
-    error = np.array([_relative_error(r) for r in rates])
-    todo = np.flatnonzero((error > settings.rel_error) & (done < settings.max_batches))
-    with np.errstate(invalid="ignore", over="ignore"):
-        needed = np.ceil(done * (error / settings.rel_error) ** 2)
-    want = np.clip(np.nan_to_num(needed, nan=np.inf) - done, 1, settings.max_batches - done)
-    return todo, want.astype(np.int64)
+    return {"rate": rate, "rate_stderr": stderr, "interfaces": np.array([len(x) for x in lambdas]),
+            "replicas": np.array([len(r) for r in rates]), "lambdas": lambdas, "ends": ends}
 
 
 def splitting(rounds: Rounds, pools, lam_0, lam_b, dt, settings: FluxSettings, *, first_stage=0,
@@ -388,8 +365,8 @@ def splitting(rounds: Rounds, pools, lam_0, lam_b, dt, settings: FluxSettings, *
     zero = np.zeros(n_points)
     for batch in range(settings.max_batches):
         configs = [[pools[p][r] for r in range(R)] for p in todo]
-        chain = _chain(rounds, todo, np.full(todo.size, batch), configs, lam_0[todo].copy(), zero, lam_b, dt,
-                       settings, lambdas, tick, first_stage=first_stage, max_stages=max_stages, give_up=True)
+        chain = _chain(rounds, todo, configs, lam_0[todo].copy(), zero, lam_b, dt, settings, batch, lambdas, tick,
+                       first_stage=first_stage, max_stages=max_stages, give_up=True)
         if lambdas is None:
             lambdas = chain.chosen
             resolved = ~chain.unfinished
@@ -407,7 +384,7 @@ def splitting(rounds: Rounds, pools, lam_0, lam_b, dt, settings: FluxSettings, *
         failed_time = np.array([f[1].mean() for f in per_replica]) / (1.0 - probability)
     probability[~resolved], stderr[~resolved] = 0.0, 0.0
     return {"probability": probability, "probability_stderr": stderr, "failed_time": failed_time,
-            "interfaces": np.array([len(lambdas[p]) for p in range(n_points)]) if lambdas else np.zeros(0, np.int64),
+            "interfaces": np.array([len(x) for x in lambdas]) if lambdas else np.zeros(0, np.int64),
             "replicas": np.full(n_points, R), "batches": np.array([len(fs) for fs in found]), "resolved": resolved}
 
 
@@ -422,51 +399,42 @@ class _Chain:
 
     product: np.ndarray  # products of the stages' success fractions
     failed: np.ndarray  # sum_i P_i (1 - p_i) (time to stage i + mean failure time at it)
-    chosen: dict  # per point, the interfaces placed, when this chain placed them
+    chosen: list  # the interfaces placed, when this chain placed them
     unfinished: np.ndarray  # points given up after max_stages
 
 
-def _chain(rounds, points, batches, configs, current, lam_a, lam_b, dt, settings, lambdas, tick, first_stage=0,
+def _chain(rounds, todo, configs, current, lam_a, lam_b, dt, settings, batch, lambdas, tick, first_stage=0,
            max_stages=MAX_STAGES, give_up=False) -> _Chain:
-    """Stages of the batches ``(points[i], batches[i])`` from the states ``configs`` at ``current`` to ``lam_b``.
+    """Stages from the states ``configs`` at ``current`` to ``lam_b``, interfaces placed (``lambdas`` None) or given.
 
-    The batches of all points run in the same rounds. Interfaces are ``lambdas[point]``
-    or, with ``lambdas`` None, placed by the pilots of each point's first batch here and
-    shared by its other batches. ``configs`` is replaced by the states at ``lam_b`` (per batch
-    and replica). A point still short of ``lam_b`` after ``max_stages`` is an error, or with
-    ``give_up`` is left unfinished.
+    ``configs`` is replaced by the states at ``lam_b`` (per point and replica). A point still
+    short of ``lam_b`` after ``max_stages`` is an error, or with ``give_up`` is left unfinished.
     """
     R = settings.replicas
-    n = len(points)
-    product, failed, reached = np.ones((n, R)), np.zeros((n, R)), np.zeros((n, R))
-    _, first, owner = np.unique(points, return_index=True, return_inverse=True)
-    leader = first[owner]  # the batch whose pilots place a batch's interfaces
-    chosen = {int(p): [] for p in points} if lambdas is None else None
-    active = np.ones(n, dtype=bool)
+    product, failed, reached = np.ones((len(todo), R)), np.zeros((len(todo), R)), np.zeros((len(todo), R))
+    chosen = [[] for _ in todo] if lambdas is None else None
+    active = np.ones(len(todo), dtype=bool)
     for stage in range(max_stages):
         if not active.any():
             break
         live = np.flatnonzero(active)
         if lambdas is None:
-            heads = live[leader[live] == live]
-            placed = dict(zip(heads, _place(rounds, points, batches, heads, configs, current, lam_a, lam_b, settings,
-                                            first_stage + stage)))
-            nxt = np.array([placed[leader[i]] for i in live])
+            nxt = _place(rounds, todo, live, configs, current, lam_a, lam_b, settings, first_stage + stage, batch)
             tick()
         else:
-            nxt = np.array([lambdas[points[i]][stage] for i in live])
-        fractions, succeeded, fell = _stage(rounds, points, batches, live, configs, nxt, lam_a, settings,
-                                            first_stage + stage)
+            nxt = np.array([lambdas[todo[i]][stage] for i in live])
+        fractions, succeeded, fell = _stage(rounds, todo, live, configs, nxt, lam_a, settings, first_stage + stage,
+                                            batch)
         tick()
         for j, i in enumerate(live):
-            step = dt[points[i]]
+            step = dt[todo[i]]
             failed[i] += product[i] * (1.0 - fractions[j]) * (reached[i] + step * fell[j])
             reached[i] += step * succeeded[j]
             product[i] *= fractions[j]
             current[i] = nxt[j]
-            if chosen is not None and leader[i] == i:
-                chosen[int(points[i])].append(nxt[j])
-            if nxt[j] >= lam_b[points[i]]:
+            if chosen is not None:
+                chosen[i].append(nxt[j])
+            if nxt[j] >= lam_b[todo[i]]:
                 active[i] = False
     else:
         if active.any() and not give_up:
@@ -475,8 +443,8 @@ def _chain(rounds, points, batches, configs, current, lam_a, lam_b, dt, settings
     return _Chain(product, failed, chosen, active)
 
 
-def _flux(rounds, points, batches, lam_a, lam_0, lam_b, dt, settings, tick):
-    """Flux through ``lam_0`` per replica of the batches ``(points[i], batches[i])``, and the states each keeps.
+def _flux(rounds, todo, lam_a, lam_0, lam_b, dt, settings, batch, tick):
+    """Flux through ``lam_0`` per replica, and the crossing states each replica keeps.
 
     Walkers start thermal, cross ``lam_0`` and return to A once unmeasured, then run
     ``cycles`` measured cycles. A walker that reaches ``lam_b`` on its way back restarts
@@ -484,17 +452,17 @@ def _flux(rounds, points, batches, lam_a, lam_0, lam_b, dt, settings, tick):
     """
     R, W, C = settings.replicas, settings.walkers, settings.cycles
     per_point = R * W
-    walkers = np.repeat(points, per_point)
-    state = np.full((walkers.size, rounds.width - 1), np.nan)
-    time = np.zeros(walkers.size)
+    points = np.repeat(todo, per_point)
+    state = np.full((points.size, rounds.width - 1), np.nan)
+    time = np.zeros(points.size)
     crossings = []
     for half in range(2 * (C + 1)):
         upward = half % 2 == 0
-        lo = np.full(len(points), -np.inf) if upward else lam_a[points]
-        hi = lam_0[points] if upward else lam_b[points]
-        # each walker goes on from its own state: a batch's pool is its walkers, one trial each
-        steps, status, ends = rounds(points, np.full(len(points), per_point), np.split(state, len(points)), lo, hi,
-                                     trial_id(FLUX, half, batches, 0))
+        lo = np.full(len(todo), -np.inf) if upward else lam_a[todo]
+        hi = lam_0[todo] if upward else lam_b[todo]
+        # each walker goes on from its own state: a point's pool is its walkers, one trial each
+        steps, status, ends = rounds(todo, np.full(len(todo), per_point), np.split(state, len(todo)), lo, hi,
+                                     np.full(len(todo), trial_id(FLUX, half, batch, 0)))
         tick()
         if np.any(status == CENSORED):
             raise RuntimeError("a flux trial ran out of steps; the basin boundaries are too far apart")
@@ -502,28 +470,28 @@ def _flux(rounds, points, batches, lam_a, lam_0, lam_b, dt, settings, tick):
         if not upward:
             state[status == REACHED] = np.nan  # escaped on the way back: restart
         if half >= 2:
-            time += steps * dt[walkers]
+            time += steps * dt[points]
             if upward:
                 crossings.append(state.copy())
-    flux = (C * W) / time.reshape(len(points), R, W).sum(axis=2)
-    stacked = np.stack(crossings, axis=1).reshape(len(points), R, W * C, rounds.width - 1)
-    configs = [[stacked[i, r] for r in range(R)] for i in range(len(points))]
+    flux = (C * W) / time.reshape(len(todo), R, W).sum(axis=2)
+    stacked = np.stack(crossings, axis=1).reshape(len(todo), R, W * C, rounds.width - 1)
+    configs = [[stacked[i, r] for r in range(R)] for i in range(len(todo))]
     return flux, configs
 
 
-def _place(rounds, points, batches, heads, configs, current, lam_a, lam_b, settings, stage):
-    """Next interface of the batches ``heads``: where ``p_target`` of the pilot trials get before falling back."""
+def _place(rounds, todo, live, configs, current, lam_a, lam_b, settings, stage, batch):
+    """Next interface of each live point: where ``p_target`` of the pilot trials get before falling back."""
     n = settings.pilots
-    b = lam_b[points[heads]]
-    pooled = [_leading_rows(configs[i], n) for i in heads]
+    b = lam_b[todo[live]]
+    pooled = [_leading_rows(configs[i], n) for i in live]
     alive = np.array([len(pool) > 0 for pool in pooled])  # every replica died out: the rate is 0, stop
-    mine = points[heads][alive]
-    _, _, ends = rounds(mine, np.full(mine.size, n), [pool for pool in pooled if len(pool)], lam_a[mine],
-                        lam_b[mine], trial_id(PILOT, stage, batches[heads][alive], 0))
+    points = todo[live][alive]
+    _, _, ends = rounds(points, np.full(points.size, n), [pool for pool in pooled if len(pool)], lam_a[points],
+                        lam_b[points], np.full(points.size, trial_id(PILOT, stage, batch, 0)))
     nxt = b.copy()
     nxt[alive] = np.quantile(ends[:, -1].reshape(-1, n), 1.0 - settings.p_target, axis=1)
-    gap = 1e-3 * (b - lam_a[points[heads]])
-    nxt = np.maximum(nxt, current[heads] + gap)
+    gap = 1e-3 * (b - lam_a[todo[live]])
+    nxt = np.maximum(nxt, current[live] + gap)
     return np.where(nxt >= b - gap, b, nxt)
 
 
@@ -542,23 +510,23 @@ def _leading_rows(pools, n: int) -> np.ndarray:
     return np.concatenate(taken)
 
 
-def _stage(rounds, points, batches, live, configs, nxt, lam_a, settings, stage):
+def _stage(rounds, todo, live, configs, nxt, lam_a, settings, stage, batch):
     """Trials from each replica's states at the current interface to ``nxt``; keeps the successes.
 
-    Returns, per live batch, the replicas' success fractions and the mean steps of their
+    Returns, per live point, the replicas' success fractions and the mean steps of their
     successful and their failed trials (0 where there were none); ``configs`` is replaced by
     the states at ``nxt`` (in trial order).
     """
     R = settings.replicas
-    owners = [(j, r, int(settings.trials[points[i]])) for j, i in enumerate(live) for r in range(R)
+    owners = [(j, r, int(settings.trials[todo[i]])) for j, i in enumerate(live) for r in range(R)
               if len(configs[i][r])]  # a replica that died out runs no trials
     fractions, succeeded, fell = ([np.zeros(R) for _ in live] for _ in range(3))
     if not owners:
         return fractions, succeeded, fell
-    segments = np.array([points[live[j]] for j, _, _ in owners], dtype=np.int64)
-    totals, kept = rounds.kept(segments, [n for _, _, n in owners], [configs[live[j]][r] for j, r, _ in owners],
-                               lam_a[segments], [nxt[j] for j, _, _ in owners],
-                               [trial_id(STAGE, stage, batches[live[j]], r * n) for j, r, n in owners])
+    points = np.array([todo[live[j]] for j, _, _ in owners], dtype=np.int64)
+    totals, kept = rounds.kept(points, [n for _, _, n in owners], [configs[live[j]][r] for j, r, _ in owners],
+                               lam_a[points], [nxt[j] for j, _, _ in owners],
+                               [trial_id(STAGE, stage, batch, r * n) for _, r, n in owners])
     if np.any(totals[:, CENSORED_COUNT]):
         raise RuntimeError("a trial between interfaces ran out of steps")
     # the sums of integer steps are exact, so the means are those of the trials' steps one by one

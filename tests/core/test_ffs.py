@@ -71,23 +71,3 @@ def test_pilots_join_only_the_rows_they_start_from():
         # trial j of n starts from row j mod len(pool): the same rows as from the whole pool
         np.testing.assert_array_equal(rows[np.arange(n) % len(rows)], everything[np.arange(n) % len(everything)])
         assert len(rows) == min(n, len(everything))
-
-
-def test_further_batches_are_the_ones_the_spread_predicts_all_at_once():
-    spread = [0.5, 1.5] * 16  # two batches of 16 replicas
-    error = ffs._relative_error(spread)
-    settings = ffs.FluxSettings(rel_error=error / 1.5, max_batches=4)
-    # error 1.5 times the target: 2 * 1.5**2 = 4.5 batches wanted, 2 more allowed
-    todo, want = ffs._further_batches([spread, spread[:16] * 2, spread], np.array([2, 2, 4]), settings)
-    np.testing.assert_array_equal(todo, [0, 1])  # the third point has run all its batches
-    np.testing.assert_array_equal(want[todo], [2, 2])
-    settings = ffs.FluxSettings(rel_error=error / 1.1, max_batches=4)  # 2 * 1.21: one more batch
-    todo, want = ffs._further_batches([spread], np.array([2]), settings)
-    np.testing.assert_array_equal(want[todo], [1])
-    todo, _ = ffs._further_batches([spread], np.array([2]), ffs.FluxSettings(rel_error=error, max_batches=4))
-    assert todo.size == 0  # the target met
-
-
-def test_a_point_without_an_escape_gets_every_batch_left():
-    todo, want = ffs._further_batches([[0.0] * 32], np.array([2]), ffs.FluxSettings(rel_error=0.1, max_batches=4))
-    np.testing.assert_array_equal(want[todo], [2])

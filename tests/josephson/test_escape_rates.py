@@ -112,32 +112,3 @@ def test_underdamped_ffs_agrees_with_direct(damping):
     direct = ge.escape_rates(**kw, method="direct", rel_error=0.15)
     combined = math.hypot(float(ffs.rate_stderr), float(direct.rate_stderr))
     assert abs(float(ffs.rate) - float(direct.rate)) <= 4 * combined
-
-
-def test_batches_in_the_same_rounds_give_the_numbers_of_batches_in_turn():
-    """Forward flux's batches of replicas run at once: each replica's numbers are those of its batch alone."""
-    from gpuensembles.core import ffs
-    from gpuensembles.core.templates.rounds import trial_runner
-    from gpuensembles.models.josephson import physics, rates
-
-    gamma = np.array([0.5, 0.3])
-    D = float(theory.barrier(GAMMA, V0)) / 5.0
-    table = np.column_stack([np.ones(2), np.ones(2), gamma, np.full(2, D), np.full(2, 0.02)])
-    lam_a, lam_0, lam_b = rates._interfaces("overdamped", table[:, 0], gamma, table[:, 3])
-    run = trial_runner(physics.trial_kernel("overdamped", "float64", "euler"), "cpu")
-
-    def flux(first_batches):
-        rounds = ffs.Rounds(run, table, np.array([7, 3], dtype=np.uint32), 11, width=3, max_steps=10**7)
-        # a target no spread meets: every point runs all three batches
-        settings = ffs.FluxSettings(replicas=4, walkers=8, cycles=2, trials=np.array([48, 48]), pilots=64,
-                                    rel_error=1e-9, max_batches=3, first_batches=first_batches)
-        return ffs.forward_flux(rounds, lam_a, lam_0, lam_b, table[:, 4], settings), rounds.steps
-
-    (together, steps_together), (in_turn, steps_in_turn) = flux(3), flux(1)
-    np.testing.assert_array_equal(together["replicas"], [12, 12])
-    for key in ("rate", "rate_stderr", "interfaces"):
-        np.testing.assert_array_equal(together[key], in_turn[key])
-    np.testing.assert_array_equal(steps_together, steps_in_turn)
-    for a, b in zip(together["ends"], in_turn["ends"]):
-        for x, y in zip(a, b):
-            np.testing.assert_array_equal(x, y)

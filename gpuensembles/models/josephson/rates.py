@@ -130,10 +130,9 @@ def escape_rates(
         direct below 6, FFS above (decided per point; the choice is in ``method``).
     rel_error : float, in [0.003, 0.5]
         Target relative standard error. Direct runs ``ceil(1.2 / rel_error**2)``
-        realizations; FFS runs a batch of 16 replicas, then at once as many more as the
-        replicas' spread says meet it (up to 4 in all). ``rate_stderr`` is what was
-        achieved. With ``criterion="voltage"`` the run probability is measured to
-        it too.
+        realizations; FFS adds batches of 16 replicas (up to 4) until the replicas'
+        spread meets it. ``rate_stderr`` is what was achieved. With ``criterion="voltage"``
+        the run probability is measured to it too.
     criterion : {"escape", "voltage"}
         ``"voltage"`` (underdamped model only) also measures the probability that an escape
         ends in the running state (``running_wells`` wells advanced before the particle
