@@ -24,7 +24,7 @@ def _run(run, params, segments, seed, max_steps, width):
     # the same round reduced by the runner (on a GPU, on the device): totals per segment, reached states
     totals, kept = rounds.kept(rows, counts, pools, lo, hi, first_ids)
     return {"steps": steps.tolist(), "status": status.tolist(), "ends": ends.tolist(), "totals": totals.tolist(),
-            "kept": kept.tolist()}
+            "kept": np.asarray(kept).tolist()}
 
 
 def trial_round(backend, sizes=(12, 5, 24)):
@@ -60,3 +60,57 @@ def run_round(backend):
     segments = [(row, [[bottom[row], v, 1.0]], 0.0, 4.0, 2**41 + 4 * k, 2)
                 for k, (row, v) in enumerate([(0, 3.0), (1, 3.0), (0, 0.2), (1, 0.2)])]
     return _run(run, params, segments, 9, 20_000, 4)
+
+
+def flux_chain(backend):
+    """Forward flux sampling on one runner: two points, two batches, stages started from the last ones' states.
+
+    On a GPU (and the simulator) a stage's kept states stay on the device and the next stage and
+    its pilots start from them there: ``device_pools`` counts the rounds that did. The second
+    part checks the rule that keeps such rows valid: a kept round writes into the buffer its pool
+    is not read from, so rows are readable until a later kept round of their thread writes
+    their buffer again, and after that their reading raises.
+    """
+    from gpuensembles.core import ffs
+    from gpuensembles.core.templates import rounds as template
+    from gpuensembles.models.josephson import physics
+
+    run = template.trial_runner(physics.trial_kernel("underdamped", "float64", "euler"), backend)
+    # V0, damping, gamma, D, h: barriers of 2.7 and 4.4 theta; the coordinate is the energy above the well bottom
+    params = np.array([[1.0, 0.3, 0.5, 0.075, 0.05], [1.0, 0.5, 0.45, 0.09, 0.05]])
+    rounds = ffs.Rounds(run, params, np.array([4, 9], dtype=np.uint32), seed=3, width=3, max_steps=10**6)
+    settings = ffs.FluxSettings(replicas=2, walkers=3, cycles=1, trials=np.array([10, 12]), pilots=8, p_target=0.3,
+                                rel_error=1e-6, max_batches=2)
+    pools, joined = [], ffs._pool
+
+    def spy(given, sizes, columns):
+        pool, firsts = joined(given, sizes, columns)
+        pools.append(isinstance(pool, template._KeptBuffer))
+        return pool, firsts
+
+    ffs._pool = spy
+    try:
+        out = ffs.forward_flux(rounds, np.array([0.25, 0.3]), np.array([0.45, 0.5]), np.array([1.2, 1.4]),
+                               params[:, 4], settings)
+    finally:
+        ffs._pool = joined
+    result = {"rate": out["rate"].tolist(), "interfaces": out["interfaces"].tolist(), "steps": rounds.steps.tolist(),
+              "ends": [[np.asarray(e).tolist() for e in ends] for ends in out["ends"]],
+              "device_pools": sum(pools)}
+    # the validity of kept rows: three kept rounds, the third started from the second's states
+    start = [np.array([[1.2, 0.1]])]  # (phi, v): 0.17 above the first well's bottom
+    one = rounds.kept([0], [12], start, [0.1], [0.5], [2**40])[1]
+    two = rounds.kept([0], [12], start, [0.1], [0.5], [2**40 + 100])[1]
+    three = rounds.kept([0], [12], [two], [0.1], [0.6], [2**40 + 200])[1]
+    assert len(one) and len(two) and len(three)
+    result["validity"] = [_readable(rows) for rows in (one, two, three)]
+    return result
+
+
+def _readable(rows) -> bool:
+    try:
+        np.asarray(rows)
+    except RuntimeError as error:
+        assert "written again" in str(error)
+        return False
+    return True

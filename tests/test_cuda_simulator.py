@@ -8,7 +8,7 @@ import gpuensembles as ge
 from gpuensembles.core import rng
 from gpuensembles.core.templates import coupled
 from gpuensembles.models.ising import run as ising_model
-from tests.round_case import run_round, trial_round
+from tests.round_case import flux_chain, run_round, trial_round
 
 
 def test_simulator_draws_equal_cpu_draws_bit_for_bit(simulated):
@@ -152,6 +152,18 @@ def test_simulator_run_trials_equal_cpu(simulated):
     np.testing.assert_allclose(sim["kept"], cpu["kept"], rtol=1e-12, atol=1e-12)
 
 
+def test_simulator_forward_flux_from_states_left_on_the_device_equals_cpu_bit_for_bit(simulated):
+    # stages and pilots that start from the last stage's kept states where they lie on the device
+    cpu = flux_chain("cpu")
+    sim = simulated["flux-chain"]
+    assert cpu.pop("device_pools") == 0 and sim.pop("device_pools") > 0
+    assert min(cpu["interfaces"]) >= 3 and all(len(ends) == 4 for ends in cpu["ends"])  # two batches of 2
+    # kept rows stay readable until their buffer is written again, then refuse to be read (the
+    # CPU keeps no device buffers: its rows always are)
+    assert cpu.pop("validity") == [True, True, True] and sim.pop("validity") == [False, True, True]
+    assert sim == cpu
+
+
 @pytest.mark.parametrize("function, case", [("switching_currents", "switching_voltage"),
                                             ("retrapping_currents", "retrapping")])
 def test_simulator_running_state_ramps_equal_cpu_bit_for_bit(simulated, simulator_cases, function, case):
@@ -184,7 +196,7 @@ LAUNCH_SITES |= {f"ising-{path}": {"ising"} for path in ISING_PATHS}
 
 def test_every_simulated_public_run_is_checked_for_launches(simulated):
     # the bare trials runners are not public runs
-    assert set(simulated["launches"]) == set(LAUNCH_SITES) | {"trials", "trials-threads", "run-trials"}
+    assert set(simulated["launches"]) == set(LAUNCH_SITES) | {"trials", "trials-threads", "run-trials", "flux-chain"}
 
 
 @pytest.mark.parametrize("run", sorted(LAUNCH_SITES))

@@ -27,7 +27,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .templates.rounds import ALL_STEPS, CENSORED, CENSORED_COUNT, REACHED, REACHED_COUNT, REACHED_STEPS
+from .templates.rounds import (
+    ALL_STEPS,
+    CENSORED,
+    CENSORED_COUNT,
+    REACHED,
+    REACHED_COUNT,
+    REACHED_STEPS,
+    KeptRows,
+    host_rows,
+)
 
 #: Bits of a trial id that count trials within one round (the rest names the round).
 _INDEX_BITS = 36
@@ -124,13 +133,42 @@ class Rounds:
             ``(totals, kept)``: per segment, the columns of
             :data:`~gpuensembles.core.templates.rounds.TOTAL_COLUMNS` (int64); and the end
             states (``width - 1`` columns) of the trials that reached ``hi``, segment after
-            segment in trial order. The device reduces a round so (a stage of tens of
-            millions of trials would otherwise cost the host more than the kernel).
+            segment in trial order: an ndarray, or on a GPU
+            :class:`~gpuensembles.core.templates.rounds.KeptRows` left on the device, which
+            later rounds take as pools where they lie. The device reduces a round so (a stage
+            of tens of millions of trials would otherwise cost the host more than the kernel).
         """
         points, counts, round_ = self._round(points, counts, pools, lo, hi, first_ids)
         totals, kept = self.run.kept(self.table, *round_, self.seed, self.max_steps, self.width)
         np.add.at(self.steps, points, totals[:, ALL_STEPS])
         return totals, kept
+
+    def cycles(self, points, counts, pools, windows, first_ids, halves: int, half_stride: int):
+        """Walkers through ``halves`` half-cycles of the flux, in one launch (``run.cycles``).
+
+        Segment ``k`` is ``counts[k]`` walkers of point ``points[k]``, walker ``j`` starting
+        from row ``j mod len(pools[k])`` of ``pools[k]`` with half-cycle ``h``'s trial id
+        ``first_ids[k] + j + h * half_stride``, in the windows ``windows[k]`` (basin, first
+        interface, target).
+
+        Returns
+        -------
+        tuple
+            ``(steps, status, crossings)``: per walker and half-cycle, int64 and int8; per
+            walker, the states of its up half-cycles from the third on (``halves // 2 - 1``
+            rows of ``width - 1`` columns).
+        """
+        points, counts, (segments, _, pool) = self._round(points, counts, pools, np.zeros(len(points)),
+                                                          np.zeros(len(points)), first_ids)
+        n = int(counts.sum())
+        steps, status = np.empty((n, halves), dtype=np.int64), np.empty((n, halves), dtype=np.int8)
+        crossings = np.empty((n, halves // 2 - 1, self.width - 1))
+        if n:
+            self.run.cycles(self.table, segments, np.asarray(windows, dtype=np.float64).reshape(-1, 3), pool,
+                            self.seed, self.max_steps, half_stride, steps, status, crossings)
+            ran = counts > 0
+            np.add.at(self.steps, points[ran], np.add.reduceat(steps.sum(axis=1), (np.cumsum(counts) - counts)[ran]))
+        return steps, status, crossings
 
     def _round(self, points, counts, pools, lo, hi, first_ids):
         """``(points, counts, (segments, windows, pool))``: the round's tables for the runner."""
@@ -138,13 +176,26 @@ class Rounds:
         sizes = np.array([len(pool) for pool in pools], dtype=np.int64)
         if np.any((sizes == 0) & (counts > 0)):
             raise ValueError("every segment with trials needs at least one start state in its pool")
+        pool, firsts = _pool(pools, sizes, self.width - 1)
         stop = np.cumsum(counts)
         # the columns of templates.rounds.SEGMENT_COLUMNS
         segments = np.column_stack([stop - counts, stop, points, self.streams[points],
-                                    np.asarray(first_ids, dtype=np.int64), np.cumsum(sizes) - sizes,
+                                    np.asarray(first_ids, dtype=np.int64), firsts,
                                     sizes]).astype(np.int64, copy=False).reshape(-1, 7)
         windows = np.column_stack([np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)])
-        return points, counts, (segments, windows, _joined(pools, self.width - 1))
+        return points, counts, (segments, windows, pool)
+
+
+def _pool(pools, sizes, columns: int) -> tuple:
+    """A round's pool and the first row of each segment's pool in it.
+
+    Pools that are rows of one device buffer (:class:`KeptRows`, a previous stage's kept
+    states) are read where they lie; any others are copied to the host and joined.
+    """
+    given = [p for p in pools if len(p)]
+    if given and all(isinstance(p, KeptRows) and p.shares_buffer(given[0]) for p in given):
+        return given[0].buffer, np.array([p.start if len(p) else 0 for p in pools], dtype=np.int64)
+    return _joined(host_rows(pools), columns), np.cumsum(sizes) - sizes
 
 
 def _joined(pools, columns: int) -> np.ndarray:
@@ -436,10 +487,13 @@ def _chain(rounds, todo, configs, current, lam_a, lam_b, dt, settings, batch, la
                 chosen[i].append(nxt[j])
             if nxt[j] >= lam_b[todo[i]]:
                 active[i] = False
+                configs[i] = host_rows(configs[i])  # the device buffer is written again two stages on
     else:
         if active.any() and not give_up:
             raise RuntimeError(f"forward flux sampling did not reach lam_b within {max_stages} interfaces")
         product[active] = 0.0
+        for i in np.flatnonzero(active):
+            configs[i] = host_rows(configs[i])
     return _Chain(product, failed, chosen, active)
 
 
@@ -448,33 +502,26 @@ def _flux(rounds, todo, lam_a, lam_0, lam_b, dt, settings, batch, tick):
 
     Walkers start thermal, cross ``lam_0`` and return to A once unmeasured, then run
     ``cycles`` measured cycles. A walker that reaches ``lam_b`` on its way back restarts
-    from the initial distribution (its time still counts).
+    from the initial distribution (its time still counts). Each walker runs its half-cycles
+    one after the other in one launch (:meth:`Rounds.cycles`): a round per half-cycle waited
+    for the slowest walker of every half, the launch waits for the slowest walker's sum.
     """
     R, W, C = settings.replicas, settings.walkers, settings.cycles
     per_point = R * W
-    points = np.repeat(todo, per_point)
-    state = np.full((points.size, rounds.width - 1), np.nan)
-    time = np.zeros(points.size)
-    crossings = []
-    for half in range(2 * (C + 1)):
-        upward = half % 2 == 0
-        lo = np.full(len(todo), -np.inf) if upward else lam_a[todo]
-        hi = lam_0[todo] if upward else lam_b[todo]
-        # each walker goes on from its own state: a point's pool is its walkers, one trial each
-        steps, status, ends = rounds(todo, np.full(len(todo), per_point), np.split(state, len(todo)), lo, hi,
-                                     np.full(len(todo), trial_id(FLUX, half, batch, 0)))
-        tick()
-        if np.any(status == CENSORED):
-            raise RuntimeError("a flux trial ran out of steps; the basin boundaries are too far apart")
-        state = ends[:, :-1].copy()
-        if not upward:
-            state[status == REACHED] = np.nan  # escaped on the way back: restart
-        if half >= 2:
-            time += steps * dt[points]
-            if upward:
-                crossings.append(state.copy())
+    walkers = np.repeat(todo, per_point)
+    thermal = np.full((1, rounds.width - 1), np.nan)  # every walker's first half-cycle starts thermal
+    steps, status, crossings = rounds.cycles(
+        todo, np.full(len(todo), per_point), [thermal] * len(todo),
+        np.column_stack([lam_a[todo], lam_0[todo], lam_b[todo]]), np.full(len(todo), trial_id(FLUX, 0, batch, 0)),
+        2 * (C + 1), trial_id(FLUX, 1, batch, 0) - trial_id(FLUX, 0, batch, 0))
+    tick()
+    if np.any(status == CENSORED):
+        raise RuntimeError("a flux trial ran out of steps; the basin boundaries are too far apart")
+    time = np.zeros(walkers.size)
+    for half in range(2, 2 * (C + 1)):
+        time += steps[:, half] * dt[walkers]
     flux = (C * W) / time.reshape(len(todo), R, W).sum(axis=2)
-    stacked = np.stack(crossings, axis=1).reshape(len(todo), R, W * C, rounds.width - 1)
+    stacked = crossings.reshape(len(todo), R, W * C, rounds.width - 1)
     configs = [[stacked[i, r] for r in range(R)] for i in range(len(todo))]
     return flux, configs
 
@@ -495,11 +542,12 @@ def _place(rounds, todo, live, configs, current, lam_a, lam_b, settings, stage, 
     return np.where(nxt >= b - gap, b, nxt)
 
 
-def _leading_rows(pools, n: int) -> np.ndarray:
+def _leading_rows(pools, n: int):
     """The rows that ``n`` trials started from the joined ``pools`` use: the first ``n``, or all if fewer.
 
     Trial ``j`` starts from row ``j mod len(pool)``, so the rows past ``n`` are never read and
     need not be joined and copied (a pilot round of 1024 trials from a pool of millions).
+    Rows that follow each other in one device buffer stay there, as one :class:`KeptRows`.
     """
     taken, rows = [], 0
     for pool in pools:
@@ -507,7 +555,10 @@ def _leading_rows(pools, n: int) -> np.ndarray:
             break
         taken.append(pool[:n - rows])
         rows += len(taken[-1])
-    return np.concatenate(taken)
+    if taken and all(isinstance(t, KeptRows) and t.shares_buffer(taken[0]) for t in taken) and all(
+            a.stop == b.start for a, b in zip(taken, taken[1:])):
+        return taken[0].buffer_rows(taken[0].start, taken[-1].stop)
+    return np.concatenate(host_rows(taken))
 
 
 def _stage(rounds, todo, live, configs, nxt, lam_a, settings, stage, batch):
@@ -531,7 +582,8 @@ def _stage(rounds, todo, live, configs, nxt, lam_a, settings, stage, batch):
         raise RuntimeError("a trial between interfaces ran out of steps")
     # the sums of integer steps are exact, so the means are those of the trials' steps one by one
     wins = totals[:, REACHED_COUNT]
-    states = np.split(kept, np.cumsum(wins)[:-1])
+    bounds = np.cumsum(wins) - wins
+    states = [kept[a:a + w] for a, w in zip(bounds, wins)]
     for (j, r, n), w, won, total, mine in zip(owners, wins, totals[:, REACHED_STEPS], totals[:, ALL_STEPS], states):
         fractions[j][r] = w / n
         succeeded[j][r] = won / w if w else 0.0

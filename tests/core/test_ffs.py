@@ -3,6 +3,7 @@
 import math
 
 import numpy as np
+import pytest
 
 from gpuensembles.core import ffs
 from gpuensembles.core.templates.rounds import CENSORED, REACHED
@@ -71,3 +72,59 @@ def test_pilots_join_only_the_rows_they_start_from():
         # trial j of n starts from row j mod len(pool): the same rows as from the whole pool
         np.testing.assert_array_equal(rows[np.arange(n) % len(rows)], everything[np.arange(n) % len(everything)])
         assert len(rows) == min(n, len(everything))
+
+
+def _flux_half_by_half(rounds, todo, lam_a, lam_0, lam_b, dt, settings, batch):
+    """The flux as rounds of one half-cycle each (what ``ffs._flux`` runs in one launch), for comparison."""
+    R, W, C = settings.replicas, settings.walkers, settings.cycles
+    walkers = np.repeat(todo, R * W)
+    state, time, crossings = np.full((walkers.size, rounds.width - 1), np.nan), np.zeros(walkers.size), []
+    for half in range(2 * (C + 1)):
+        up = half % 2 == 0
+        steps, status, ends = rounds(todo, np.full(len(todo), R * W), np.split(state, len(todo)),
+                                     np.full(len(todo), -np.inf) if up else lam_a[todo],
+                                     lam_0[todo] if up else lam_b[todo],
+                                     np.full(len(todo), ffs.trial_id(ffs.FLUX, half, batch, 0)))
+        state = ends[:, :-1].copy()
+        if not up:
+            state[status == REACHED] = np.nan
+        if half >= 2:
+            time += steps * dt[walkers]
+            if up:
+                crossings.append(state.copy())
+    flux = (C * W) / time.reshape(len(todo), R, W).sum(axis=2)
+    return flux, np.stack(crossings, axis=1).reshape(len(todo), R, W * C, rounds.width - 1)
+
+
+def test_the_flux_in_one_launch_is_the_flux_of_rounds_half_by_half():
+    # walkers of two points (one hot enough that some escape on their way back and restart thermal)
+    from gpuensembles.core.templates.rounds import trial_runner
+    from gpuensembles.models.josephson import physics
+
+    run = trial_runner(physics.trial_kernel("underdamped", "float64", "baoab"), "cpu")
+    params = np.array([[1.0, 0.3, 0.5, 0.075, 0.05], [1.0, 0.3, 0.7, 0.09, 0.05]])
+    lam_a, lam_0, lam_b = np.array([0.2, 0.15]), np.array([0.5, 0.35]), np.array([0.8, 0.35])
+    settings = ffs.FluxSettings(replicas=3, walkers=5, cycles=4)
+    todo, dt = np.array([1, 0]), params[:, 4]
+    fused, halves = (ffs.Rounds(run, params, np.array([2, 7], dtype=np.uint32), 5, 3, 10**6) for _ in range(2))
+    flux, configs = ffs._flux(fused, todo, lam_a, lam_0, lam_b, dt, settings, 2, lambda: None)
+    reference, crossings = _flux_half_by_half(halves, todo, lam_a, lam_0, lam_b, dt, settings, 2)
+    np.testing.assert_array_equal(flux, reference)
+    np.testing.assert_array_equal(np.array(configs), crossings)
+    np.testing.assert_array_equal(fused.steps, halves.steps)
+    assert np.all(np.isfinite(crossings)) and np.all(flux > 0)
+    # the second point's target is its first interface: every walker's way back ends there and it restarts
+    _, status, _ = fused.cycles([1], [4], [np.full((1, 2), np.nan)], [[lam_a[1], lam_0[1], lam_b[1]]], [0], 4, 2**40)
+    assert np.all(status[:, 1::2] == REACHED) and np.all(status[:, ::2] == REACHED)
+
+
+def test_a_flux_walker_out_of_steps_is_an_error():
+    from gpuensembles.core.templates.rounds import trial_runner
+    from gpuensembles.models.josephson import physics
+
+    run = trial_runner(physics.trial_kernel("underdamped", "float64", "baoab"), "cpu")
+    rounds = ffs.Rounds(run, np.array([[1.0, 0.3, 0.5, 0.01, 0.05]]), np.array([0], dtype=np.uint32), 5, 3, 50)
+    settings = ffs.FluxSettings(replicas=2, walkers=2, cycles=1)
+    with pytest.raises(RuntimeError, match="flux trial ran out of steps"):
+        ffs._flux(rounds, np.array([0]), np.array([0.05]), np.array([0.4]), np.array([0.9]), np.array([0.05]),
+                  settings, 0, lambda: None)

@@ -193,6 +193,19 @@ def test_gpu_rates_agree_with_cpu_and_the_exact_rate():
     assert np.all(np.abs(gpu.rate.values - exact) <= 4 * gpu.rate_stderr.values + bias)
 
 
+def test_gpu_stages_start_from_the_states_left_on_the_device():
+    # forward flux whose stages and pilots take the last stage's kept states where they lie, and
+    # kept rows that refuse to be read once their buffer is written again (tests/round_case.py)
+    from tests.round_case import flux_chain
+
+    gpu, cpu = flux_chain("cuda"), flux_chain("cpu")
+    assert gpu["device_pools"] > 0 and cpu["device_pools"] == 0
+    assert gpu["validity"] == [False, True, True]
+    # GPU arithmetic (fused multiply-adds) makes other paths of the same random numbers: the same shape
+    assert [len(e) for e in gpu["ends"]] == [len(e) for e in cpu["ends"]] == [4, 4]
+    assert np.all(np.array(gpu["rate"]) > 0) and min(gpu["interfaces"]) >= 2
+
+
 def test_gpu_cluster_of_two_threads_per_worker_loads_and_runs_the_rates():
     # every GPU, two threads per worker: fresh worker processes load the rate kernels from two
     # threads at once (numba-cuda's module load raced there) and return the eager numbers

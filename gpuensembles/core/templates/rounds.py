@@ -19,7 +19,9 @@ Li junction's rates to 1%).
 A round whose trials' steps and end states are not all needed (a stage of forward flux
 sampling: its success count and step sums per segment, and the end states of its successes)
 can be run by ``run.kept``, which reduces on the device: the host then copies and handles a
-few numbers per segment and the successes' states, not 33 bytes a trial.
+few numbers per segment and the successes' states, not 33 bytes a trial. On a GPU those states
+stay on the device (:class:`KeptRows`): the next round starts from them where they lie, and
+only what the host reads is copied.
 
 Every trial draws its random numbers from Philox with key ``(seed, stream)`` and counter
 ``(draw, trial id)``, so a trial's path does not depend on how a round is split into
@@ -113,9 +115,77 @@ def trial_runner(kernel: TrialKernel, backend: str):
     ``run.kept(params, segments, windows, pool, seed, max_steps, width) -> (totals, kept)``
     runs the same trials and returns only their totals per segment (int64, columns
     `TOTAL_COLUMNS`) and the first ``width - 1`` columns of the end states of the trials that
-    reached ``hi``, in trial order: what :func:`segment_totals` makes of the whole outputs.
+    reached ``hi``, in trial order: what :func:`segment_totals` makes of the whole outputs
+    (on a GPU as :class:`KeptRows`, left on the device; a ``pool`` may be such rows' ``buffer``).
+
+    ``run.cycles(params, segments, cycle_windows, pool, seed, max_steps, half_stride, steps,
+    status, crossings)`` runs each trial as a walker through ``steps.shape[1]`` half-cycles of
+    forward flux sampling's flux, in one launch: see :func:`cycle_walker`.
     """
     return build_for(backend, kernel, _cpu_trials, _cuda_trials)
+
+
+#: Columns of ``run.cycles``'s windows: the basin boundary, the first interface and the target.
+BASIN, FIRST_INTERFACE, TARGET = range(3)
+
+
+def cycle_walker(kernel: TrialKernel):
+    """``walk(i, k, ...)``: walker ``i`` of segment ``k`` through its half-cycles, a scalar source for both targets.
+
+    Half-cycle ``h`` of a walker is the trial with id ``FIRST_ID + j + h * half_stride``
+    (``j = i - BEGIN``): even ones run up from the basin to the first interface (window
+    ``(-inf, FIRST_INTERFACE)``), odd ones down from it to the basin (``(BASIN, TARGET)``).
+    Half 0 starts from the walker's pool row, each later one from the end state of the one
+    before, except after a down half that reached the target: then from a NaN row (the
+    model's initial distribution). ``steps[i, h]`` and ``status[i, h]`` are the half's, and
+    the end states of the up halves from ``h = 2`` on go to ``crossings[i, h // 2 - 1]``
+    (``width - 1`` columns); ``carry`` (a row of ``width`` columns a walker) holds the state
+    between halves. A half out of steps ends the walker (the halves after it are ``CENSORED``
+    with 0 steps). This is the round-by-round flux, half after half, with each walker's halves
+    in one trial: the same numbers, in one launch instead of one a half-cycle.
+
+    Parameters
+    ----------
+    kernel : TrialKernel
+        The trial's scalar pieces.
+
+    Returns
+    -------
+    callable
+        A ``numba.njit`` function, called by the CPU loop and the CUDA kernel alike.
+    """
+    prepare, start, advance, export = kernel.prepare, kernel.start, kernel.advance, kernel.export
+
+    @numba.njit
+    def walk(i, k, params, segments, windows, pool, seed, max_steps, half_stride, steps, status, crossings, carry):
+        stream, first = np.uint32(segments[k, STREAM]), _trial_id(segments, k, i)
+        coef = prepare(params[segments[k, ROW]])
+        columns, halves = carry.shape[1] - 1, steps.shape[1]
+        state = start(coef, pool, _pool_row(segments, k, i), seed, stream, first)
+        for h in range(halves):
+            trial = first + h * half_stride
+            if h > 0:
+                state = start(coef, carry, i, seed, stream, trial)
+            up = h % 2 == 0
+            lo = -np.inf if up else windows[k, BASIN]
+            hi = windows[k, FIRST_INTERFACE] if up else windows[k, TARGET]
+            code = RUNNING
+            while code == RUNNING:
+                state, code = advance(state, coef, lo, hi, max_steps, seed, stream, trial)
+            steps[i, h], status[i, h] = state[0], code
+            export(state, carry, i)
+            if code == CENSORED:
+                for rest in range(h + 1, halves):
+                    steps[i, rest], status[i, rest] = 0, CENSORED
+                return
+            if not up and code == REACHED:  # escaped on the way back: start again from the basin
+                for c in range(columns):
+                    carry[i, c] = np.nan
+            if up and h >= 2:
+                for c in range(columns):
+                    crossings[i, h // 2 - 1, c] = carry[i, c]
+
+    return walk
 
 
 def segment_totals(segments, steps, status, ends) -> tuple:
@@ -140,6 +210,111 @@ def segment_totals(segments, steps, status, ends) -> tuple:
     totals = [np.diff(np.concatenate([[0], np.cumsum(values, dtype=np.int64)])[bounds])
               for values in (reached, np.where(reached, steps, 0), steps, status == CENSORED)]
     return np.column_stack(totals).reshape(len(segments), len(TOTAL_COLUMNS)), ends[reached, :-1]
+
+class KeptRows:
+    """Rows ``start .. stop - 1`` of the states a CUDA round kept, left on the device.
+
+    A stage of forward flux sampling keeps the end states of its successes, and the next stage
+    starts from them: on the device, so that the tens of megabytes of a large stage do not go
+    to the host and back (:meth:`Rounds._round <gpuensembles.core.ffs.Rounds>` hands them to
+    the next round where they lie). Slicing gives rows of the same buffer; ``numpy.asarray``
+    copies the rows to the host. A runner thread keeps two such buffers and writes a round's
+    states into the one its pool is not read from, so rows stay valid for one further kept
+    round of their thread; rows read later than that raise ``RuntimeError`` (copy them with
+    :func:`host_rows` before).
+
+    Attributes
+    ----------
+    start, stop : int
+        The rows of the buffer.
+    """
+
+    def __init__(self, buffer, start: int, stop: int):
+        self._buffer, self.start, self.stop = buffer, int(start), int(stop)
+
+    def __len__(self):
+        return self.stop - self.start
+
+    def __getitem__(self, index):
+        if not isinstance(index, slice) or index.step not in (None, 1):
+            raise TypeError("KeptRows take slices of step 1 only")
+        a, b, _ = index.indices(len(self))
+        return KeptRows(self._buffer, self.start + a, self.start + max(a, b))
+
+    def __array__(self, dtype=None, copy=None):
+        return host_rows([self])[0] if dtype is None else host_rows([self])[0].astype(dtype)
+
+    def shares_buffer(self, other) -> bool:
+        """Whether ``other`` is rows of the same buffer."""
+        return isinstance(other, KeptRows) and other._buffer is self._buffer
+
+    def buffer_rows(self, start: int, stop: int):
+        """Rows ``start .. stop - 1`` of the same buffer."""
+        return KeptRows(self._buffer, start, stop)
+
+    @property
+    def buffer(self):
+        """The device buffer these rows are part of: what a runner takes as a round's ``pool``."""
+        return self._buffer
+
+
+class _KeptBuffer:
+    """One write of a runner's kept states: its device array and its generation (see :class:`KeptRows`)."""
+
+    def __init__(self, memory, key, array):
+        self._memory, self.key, self._array = memory, key, array
+        self._generation = memory.generation.get(key, 0)
+
+    def array(self):
+        """The device array, checked to hold this write still."""
+        if self._memory.generation.get(self.key, 0) != self._generation:
+            raise RuntimeError("kept states were read after their device buffer was written again")
+        return self._array
+
+    def to_host(self, start: int, stop: int) -> np.ndarray:
+        """Rows ``start .. stop - 1`` copied to the host, on the stream that wrote them."""
+        out = np.empty((stop - start,) + tuple(self._array.shape[1:]))
+        copy_back(self._memory.stream(), [(out, self.array()[start:stop])])
+        return out
+
+
+def host_rows(rows) -> list:
+    """Host copies (float64 ndarrays) of ``rows``: ndarrays pass, :class:`KeptRows` of one buffer in one copy.
+
+    Parameters
+    ----------
+    rows : list
+        ndarrays, or :class:`KeptRows`.
+
+    Returns
+    -------
+    list of ndarray
+        The rows in the same order; those of a buffer are views of one copy of the span they cover.
+    """
+    device = [r for r in rows if isinstance(r, KeptRows) and len(r)]
+    if not device:
+        return [np.asarray(r, dtype=np.float64) if not isinstance(r, KeptRows) else _no_rows(r) for r in rows]
+    buffers = {}
+    for r in device:
+        buffers.setdefault(id(r._buffer), []).append(r)
+    spans = {}
+    for key, mine in buffers.items():
+        a, b = min(r.start for r in mine), max(r.stop for r in mine)
+        spans[key] = (a, mine[0]._buffer.to_host(a, b))
+    out = []
+    for r in rows:
+        if not isinstance(r, KeptRows):
+            out.append(np.asarray(r, dtype=np.float64))
+        elif not len(r):
+            out.append(_no_rows(r))
+        else:
+            a, span = spans[id(r._buffer)]
+            out.append(span[r.start - a:r.stop - a])
+    return out
+
+
+def _no_rows(rows) -> np.ndarray:
+    return np.zeros((0,) + tuple(rows._buffer.array().shape[1:]))
 
 
 def _trial_count(segments) -> int:
@@ -191,9 +366,28 @@ def _cpu_trials(kernel):
                 status[i] = code
                 export(state, ends, i)
 
+    walk = cycle_walker(kernel)
+
+    @cached
+    @numba.njit(parallel=True)
+    def cycle_items(params, segments, windows, pool, seed, max_steps, half_stride, steps, status, crossings, carry,
+                    n_threads):
+        for t in numba.prange(n_threads):
+            k = 0
+            for i in range(t, steps.shape[0], n_threads):
+                k = _segment_of(segments, i, k)
+                walk(i, k, params, segments, windows, pool, seed, max_steps, half_stride, steps, status, crossings,
+                     carry)
+
     def run_cpu(params, segments, windows, pool, seed, max_steps, steps, status, ends):
         if steps.size:
             run_items(params, segments, windows, pool, seed, max_steps, steps, status, ends, numba.get_num_threads())
+
+    def cycles_cpu(params, segments, windows, pool, seed, max_steps, half_stride, steps, status, crossings):
+        if steps.size:
+            carry = np.empty((steps.shape[0], crossings.shape[2] + 1))
+            cycle_items(params, segments, windows, pool, seed, max_steps, np.int64(half_stride), steps, status,
+                        crossings, carry, numba.get_num_threads())
 
     def kept_cpu(params, segments, windows, pool, seed, max_steps, width):
         n = _trial_count(segments)
@@ -201,7 +395,7 @@ def _cpu_trials(kernel):
         run_cpu(params, segments, windows, pool, seed, max_steps, steps, status, ends)
         return segment_totals(segments, steps, status, ends)
 
-    run_cpu.kernel, run_cpu.kept = run_items, kept_cpu
+    run_cpu.kernel, run_cpu.kept, run_cpu.cycles = run_items, kept_cpu, cycles_cpu
     return run_cpu
 
 
@@ -230,6 +424,7 @@ class _RoundMemory:
 
     def __init__(self):
         self._arrays, self._stream = {}, None
+        self.generation = {}  # writes of each kept-states buffer (KeptRows check theirs)
 
     def stream(self):
         """The runner's stream, made at its first round."""
@@ -246,11 +441,18 @@ class _RoundMemory:
         return kept[:shape[0]]
 
     def copied(self, key, host, stream):
-        """The kept array ``key`` holding a copy of ``host`` (C-contiguous)."""
+        """The kept array ``key`` holding a copy of ``host``."""
+        host = np.ascontiguousarray(host)
         view = self.array(key, host.shape, host.dtype)
         if host.size:
             view.copy_to_device(host, stream=stream)
         return view
+
+    def kept_buffer(self, shape, pool):
+        """A buffer for a round's kept states: of the two, the one the round's ``pool`` is not read from."""
+        key = "kept 1" if isinstance(pool, _KeptBuffer) and pool.key == "kept 0" else "kept 0"
+        self.generation[key] = self.generation.get(key, 0) + 1
+        return _KeptBuffer(self, key, self.array(key, shape, np.float64))
 
 
 def _cuda_trials(kernel):
@@ -283,6 +485,18 @@ def _cuda_trials(kernel):
                     stream, trial = np.uint32(segments[k, STREAM]), _trial_id(segments, k, i)
                     coef = prepare(params[segments[k, ROW]])
                     state = start(coef, pool, _pool_row(segments, k, i), seed, stream, trial)
+
+    walk = cycle_walker(kernel)
+
+    @cached
+    @cuda.jit(fastmath=True)
+    def cycles_kernel(params, segments, windows, pool, seed, max_steps, half_stride, steps, status, crossings, carry):
+        # one thread a walker: its half-cycles follow one another in it
+        params, segments, windows, pool = readable(params), readable(segments), readable(windows), readable(pool)
+        i = cuda.grid(1)
+        if i < steps.shape[0]:
+            walk(i, _segment_of(segments, i, 0), params, segments, windows, pool, seed, max_steps, half_stride,
+                 writable(steps), writable(status), writable(crossings), writable(carry))
 
     per_thread = threading.local()  # runners are cached per process: threads of a worker share them
     threads_per_segment = _SIMULATED_SEGMENT_THREADS if simulated else _SEGMENT_THREADS
@@ -340,6 +554,13 @@ def _cuda_trials(kernel):
             row += below[threads_per_segment - 1]
             cuda.syncthreads()
 
+    def thread_memory():
+        """This thread's kept arrays and stream."""
+        memory = getattr(per_thread, "memory", None)
+        if memory is None:
+            memory = per_thread.memory = _RoundMemory()
+        return memory
+
     def launch(params, segments, windows, pool, seed, max_steps, n, width):
         """Run the round's ``n`` trials; their outputs stay on the device (views of this thread's kept arrays)."""
         if simulated:
@@ -348,13 +569,11 @@ def _cuda_trials(kernel):
             sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
             threads = _CUDA_THREADS_PER_BLOCK
             blocks = max(1, min(sms * 16, -(-n // threads)))
-        memory = getattr(per_thread, "memory", None)
-        if memory is None:
-            memory = per_thread.memory = _RoundMemory()
+        memory = thread_memory()
         run_stream = memory.stream()
         with out_of_memory_as_memory_error(f"a round of {n} trials"):
-            device = [memory.copied(k, np.ascontiguousarray(a), run_stream)
-                      for k, a in enumerate((params, segments, windows, pool, _ZERO))]
+            device = [memory.copied(k, a, run_stream) for k, a in enumerate((params, segments, windows, _ZERO))]
+            device.insert(3, pool.array() if isinstance(pool, _KeptBuffer) else memory.copied(3, pool, run_stream))
             outputs = [memory.array(f"out {k}", shape, dtype) for k, (shape, dtype) in
                        enumerate((((n,), np.int64), ((n,), np.int8), ((n, width), np.float64)))]
         with launching("trials", run_stream):
@@ -382,16 +601,37 @@ def _cuda_trials(kernel):
             totals_kernel[len(segments), threads_per_segment, run_stream](d_segments, d_steps, d_status, d_totals)
         copy_back(run_stream, [(totals, d_totals)])
         reached = totals[:, REACHED_COUNT]
-        kept = np.empty((int(reached.sum()), width - 1))
-        if len(kept):
-            with out_of_memory_as_memory_error(f"the {len(kept)} reached states of a round"):
+        n_kept = int(reached.sum())
+        with out_of_memory_as_memory_error(f"the {n_kept} reached states of a round"):
+            buffer = memory.kept_buffer((n_kept, width - 1), pool)
+            if n_kept:
                 first_row = memory.copied("first kept row", np.cumsum(reached) - reached, run_stream)
-                d_kept = memory.array("kept", kept.shape, np.float64)
+        if n_kept:
             with launching("kept states", run_stream):
                 keep_kernel[len(segments), threads_per_segment, run_stream](d_segments, d_status, d_ends, first_row,
-                                                                            d_kept)
-            copy_back(run_stream, [(kept, d_kept)])
-        return totals, kept
+                                                                            buffer.array())
+        # the next round reads them on this stream, the host through host_rows (which waits for it)
+        return totals, KeptRows(buffer, 0, n_kept)
 
-    run_cuda.kernel, run_cuda.kernels, run_cuda.kept = run_kernel, (run_kernel, totals_kernel, keep_kernel), kept_cuda
+    def cycles_cuda(params, segments, windows, pool, seed, max_steps, half_stride, steps, status, crossings):
+        n = steps.shape[0]
+        if n == 0:
+            return
+        memory = thread_memory()
+        run_stream = memory.stream()
+        threads = min(n, 8) if simulated else _CUDA_THREADS_PER_BLOCK
+        with out_of_memory_as_memory_error(f"a flux round of {n} walkers"):
+            device = [memory.copied(f"cycles {k}", a, run_stream) for k, a in enumerate((params, segments, windows))]
+            device.append(pool.array() if isinstance(pool, _KeptBuffer) else memory.copied("cycles 3", pool,
+                                                                                            run_stream))
+            outputs = [memory.array(f"cycles out {k}", a.shape, a.dtype) for k, a in enumerate((steps, status,
+                                                                                               crossings))]
+            carry = memory.array("cycles carry", (n, crossings.shape[2] + 1), np.float64)
+        with launching("flux cycles", run_stream):
+            cycles_kernel[-(-n // threads), threads, run_stream](*device, np.uint32(seed), np.int64(max_steps),
+                                                                 np.int64(half_stride), *outputs, carry)
+        copy_back(run_stream, zip((steps, status, crossings), outputs))
+
+    run_cuda.kernel, run_cuda.kept, run_cuda.cycles = run_kernel, kept_cuda, cycles_cuda
+    run_cuda.kernels = (run_kernel, totals_kernel, keep_kernel, cycles_kernel)
     return run_cuda
