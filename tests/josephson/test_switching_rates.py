@@ -27,12 +27,19 @@ kramers = np.vectorize(KRAMERS)
 SIX_DECADES = np.logspace(-10, -4, 7)
 
 
-def analytic(relative_error=0.0, calls=None, rate=kramers, scale=1.0):
-    """A rate callable: ``scale * rate(gamma)`` with the given relative standard error; counts its calls."""
+def analytic(relative_error=0.0, calls=None, rate=kramers, scale=1.0, noise=None):
+    """A rate callable: ``scale * rate(gamma)`` with the given relative standard error; counts its calls.
+
+    With ``noise`` (a seed), each rate is off by that error, drawn (a measurement), not only stated.
+    """
+    generator = None if noise is None else np.random.default_rng(noise)
+
     def rates(gamma):
         if calls is not None:
             calls.append(np.array(gamma))
         r = scale * rate(gamma)
+        if generator is not None:
+            r = r * (1 + relative_error * generator.standard_normal(len(r)))
         return r, relative_error * r, np.full(len(gamma), 1000, np.int64)
     return rates
 
@@ -116,6 +123,52 @@ def test_grid_extends_when_theory_is_off_by_a_thousand(theory_scale):
     for rate in SIX_DECADES[::3]:
         ends, _ = sr.fd_cdf(curve.gamma[[0, -1]], curve, rate)
         assert ends[0] < 1e-6 and ends[1] > 1 - 1e-6, (theory_scale, rate, ends)
+
+
+def _worst_cdf_error(curve, gamma_dot) -> float:
+    """The largest |CDF - theory's quadrature| over the switching windows of ``gamma_dot``."""
+    worst = 0.0
+    for rate in gamma_dot:
+        lo, hi = sr.quantile([1e-6, 1 - 1e-6], curve, rate)
+        x = np.linspace(lo, hi, 200)
+        reference = theory.fulton_dunkleberger_cdf(x, gamma_dot=rate, rate=KRAMERS, gamma_start=lo - 0.05,
+                                                   points=3000)
+        worst = max(worst, np.abs(sr.fd_cdf(x, curve, rate)[0] - reference).max())
+    return worst
+
+
+@pytest.mark.parametrize("theory_scale", [1.0, 3.0, 1e-3, 1e3])
+@pytest.mark.parametrize("noise", [None, 4])
+def test_the_grid_theory_expects_is_measured_first(theory_scale, noise):
+    """``first`` (the biases the passes would ask for at theory's rates) goes into pass 1: where theory
+    holds (to a factor of 3) that is the only pass, and with theory's rates exact the points are those the
+    passes would have measured; where it is 1000 times off, the passes still extend the grid and refine
+    it as finely as without ``first``. Rates measured to 1 % (drawn) add no points where the curve bends
+    less than twice their error: splitting there would chase the noise."""
+    gamma_dot = SIX_DECADES[::3] if noise is None else np.array([1e-8])  # (three rates fill MAX_POINTS at once)
+    expected = sr.theory_curve(lambda g: theory_scale * kramers(g), gamma_start=0.0, gamma_end=1.0, V0=V0,
+                               theta=THETA)
+    curve_of = functools.partial(sr.adaptive_curve, gamma_dot=gamma_dot, gamma_start=0.0, gamma_end=1.0, V0=V0,
+                                 theta=THETA, theory=expected)
+    first = run._expected_biases(curve_of, expected, 1e-3)
+    plain, ahead = [], []
+    error = 0.0 if noise is None else 0.01
+    without = curve_of(analytic(error, plain, noise=noise))
+    with_first = curve_of(analytic(error, ahead, noise=noise), first=first)
+    assert set(first) <= set(ahead[0]) and sum(len(c) for c in ahead) == with_first.gamma.size
+    if theory_scale == 1.0 and noise is None:  # theory is the rate: the same grid
+        np.testing.assert_array_equal(with_first.gamma, without.gamma)
+    if 0.1 < theory_scale < 10:
+        assert len(plain) == 2 and len(ahead) == 1
+    else:
+        assert len(ahead) == len(plain) == 3
+        if noise is None:  # (drawn rates differ between the runs: the draws follow the points asked)
+            np.testing.assert_array_equal(ahead[1], plain[1])  # the same extension
+        assert with_first.gamma.size <= 2 * sr.MAX_POINTS
+    allowed = max(1e-3, 1.5 * _worst_cdf_error(without, gamma_dot))
+    if noise is not None:  # and the noise's own share
+        allowed += 4 * max(np.max(sr.fd_cdf(with_first.gamma, with_first, rate)[1]) for rate in gamma_dot)
+    assert _worst_cdf_error(with_first, gamma_dot) < allowed
 
 
 # --------------------------------------------------------------------------- errors
@@ -378,7 +431,7 @@ def test_the_glue_calls_escape_rates_as_its_contract_says(monkeypatch):
                      seed=None, dtype="float32", chunks=None, store=None, backend="auto", progress="auto"):
         seen.append(dict(gamma=np.array(gamma), h=h, seed=seed, model=model, integrator=integrator,
                          rel_error=rel_error, criterion=criterion, running_wells=running_wells, store=store))
-        rate = kramers(gamma)
+        rate = 1e3 * kramers(gamma)  # theory 1000 times off: the grid takes more than one pass
         coords = {"gamma": gamma}
         return xr.Dataset({"rate": ("gamma", rate), "rate_stderr": ("gamma", 0.03 * rate),
                            "steps": ("gamma", np.full(len(gamma), 7, np.int64)),

@@ -595,14 +595,18 @@ def theory_curve(theory_rate, *, gamma_start, gamma_end, V0, theta) -> RateCurve
 
 
 def adaptive_curve(rates, *, gamma_dot, gamma_start, gamma_end, V0, theta, theory: RateCurve, span=None,
-                   max_points=MAX_POINTS, max_passes=MAX_PASSES, tail=TAIL) -> RateCurve:
+                   max_points=MAX_POINTS, max_passes=MAX_PASSES, tail=TAIL, first=None) -> RateCurve:
     """Measure ``Gamma(gamma)`` on a grid that covers the switching window of every ramp rate.
 
     1. Theory (the ``theory`` curve of :func:`theory_curve`, no simulation) locates, for
        all ramp rates together, the biases where ``P = tail`` and ``P = 1 - tail`` (or
        ``span`` gives them); `MARGIN` (3 theta of barrier, a factor ~20 in the rate) is
        added on both sides.
-    2. Pass 1 measures the rates on a coarse grid ``2 theta`` apart in barrier height.
+    2. Pass 1 measures the rates on a coarse grid ``2 theta`` apart in barrier height, and
+       the biases ``first`` (:func:`switching_currents <gpuensembles.switching_currents>`
+       gives those the passes below would ask for if the rates were theory's): where
+       theory holds, the grid is then measured in one pass, not in a pass that must end
+       before the next is chosen.
     3. Passes 2, 3: where the measured CDF of some ramp rate exceeds ``tail`` at the
        grid's low end (unless it is ``gamma_start``) or stays below ``1 - tail`` at its
        high end (unless it is ``gamma_end`` or the lowest barrier, ``0.5 theta``), the
@@ -612,7 +616,9 @@ def adaptive_curve(rates, *, gamma_dot, gamma_start, gamma_end, V0, theta, theor
        rate is split so that its points are ``0.5 theta`` apart in barrier height and the
        interpolation error of ``ln Gamma`` (cubic spline minus linear interpolant at the
        midpoint, which falls as the square of the spacing) is below a quarter of the
-       rates' relative standard error (at least 1e-3).
+       rates' relative standard error (at least 1e-3). The estimate is as noisy as the
+       rates: one within twice their relative error is taken for noise, not for a bend
+       (splitting there would add points at which the estimate is no better).
 
     Each pass is ONE call of ``rates`` with all its new points. The number of calls is
     at most ``max_passes`` (4) and of rate points at most ``max_points`` (64): when the
@@ -642,6 +648,11 @@ def adaptive_curve(rates, *, gamma_dot, gamma_start, gamma_end, V0, theta, theor
         Most calls of ``rates`` (>= 1).
     tail : float
         Probability allowed outside the grid at each end.
+    first : array_like, optional
+        Biases measured in pass 1 besides the coarse grid (those in ``[gamma_start, top]``,
+        at most ``max_points``). They count toward ``max_points`` unless the grid had to be
+        extended: theory then placed them away from the window, and the refinement gets the
+        room it would have had without them (up to ``2 max_points`` points in all).
 
     Returns
     -------
@@ -659,15 +670,21 @@ def adaptive_curve(rates, *, gamma_dot, gamma_start, gamma_end, V0, theta, theor
     lo, hi = window(theory, gamma_dot, gamma_start, top, tail) if span is None else span
     b_high, b_low = min(b_start, barrier(lo) + MARGIN), max(b_top, barrier(hi) - MARGIN)
     grid = gamma_at_barrier(_ladder(b_high, b_low, COARSE_SPACING, max_points // 2), V0=V0, theta=theta)
-    curve = _measure(rates, np.unique(np.clip(grid, gamma_start, top)), 1)
+    grid = np.unique(np.clip(grid, gamma_start, top))
+    extra = np.empty(0) if first is None else np.asarray(first, dtype=float).ravel()
+    extra = np.setdiff1d(extra[(extra >= gamma_start) & (extra <= top)], grid)[:max_points]
+    curve = _measure(rates, np.union1d(grid, extra), 1)
+    budget = max_points - grid.size  # first's points count only where theory placed the window right
 
     for _ in range(max(0, max_passes - 2)):
-        new = _extension(curve, gamma_dot, gamma_start, top, tail, max_points - curve.gamma.size, V0, theta)
+        new = _extension(curve, gamma_dot, gamma_start, top, tail, budget, V0, theta)
         if new.size == 0:
             break
-        curve = merge(curve, _measure(rates, new, 1))
-    if curve.passes < max_passes and curve.gamma.size < max_points:
-        new = _refinement(curve, gamma_dot, gamma_start, top, tail, max_points - curve.gamma.size, V0, theta)
+        curve, budget = merge(curve, _measure(rates, new, 1)), budget - new.size
+    if curve.passes == 1:
+        budget -= extra.size
+    if curve.passes < max_passes and budget > 0:
+        new = _refinement(curve, gamma_dot, gamma_start, top, tail, budget, V0, theta)
         if new.size:
             curve = merge(curve, _measure(rates, new, 1))
     for r in gamma_dot:
@@ -728,6 +745,8 @@ def _refinement(curve, gamma_dot, gamma_start, top, tail, budget, V0, theta):
         error = np.abs(CubicSpline(g, L)(mid) - 0.5 * (L[:-1] + L[1:]))
         relative = np.maximum(curve.rate_stderr[:-1] / curve.rate[:-1], curve.rate_stderr[1:] / curve.rate[1:])
         tolerance = np.maximum(0.25 * relative, 1e-3)
+        # the estimate is itself as noisy as the rates: an error within twice their error is no evidence
+        error = np.where(error > 2.0 * relative, error, 0.0)
         splits = np.where(active, np.maximum(splits, np.ceil(np.sqrt(error / tolerance))), splits).astype(int)
     splits = np.minimum(splits, 16)
     while (splits - 1).sum() > budget:

@@ -141,7 +141,8 @@ def run(*, h, realizations, damping, D, dgamma, V0, physical, gamma_start, gamma
         side.shutdown(wait=False)
     with engine.stored_run(store, "switching_currents", call, seed), estimate.timed(work, backend,
                                                                                       progress) as clock:
-        curve = curve_of(rates)
+        # the grid theory expects is measured in the first pass; later passes only mend where it was wrong
+        curve = curve_of(rates, first=biases)
         measured = None if wells is None else _at_points(rates, curve.gamma)
         clock.ran(curve.rate, float(np.sum(curve.steps)))
     escape = curve if wells is None else fd.make_curve(curve.gamma, measured["rate"].values)
