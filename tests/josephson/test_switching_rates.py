@@ -93,6 +93,18 @@ def test_fd_integral_of_an_exponential_rate_is_exact(start, end):
     assert np.isnan(sr.quantile(0.5, curve, 1e3, gamma_start=start, gamma_end=0.6))  # too fast to switch by 0.6
 
 
+def _worst_cdf_error(curve, gamma_dot) -> float:
+    """The largest |CDF - theory's quadrature| over the switching windows of ``gamma_dot``."""
+    worst = 0.0
+    for rate in gamma_dot:
+        lo, hi = sr.quantile([1e-6, 1 - 1e-6], curve, rate)
+        x = np.linspace(lo, hi, 200)
+        reference = theory.fulton_dunkleberger_cdf(x, gamma_dot=rate, rate=KRAMERS, gamma_start=lo - 0.05,
+                                                   points=3000)
+        worst = max(worst, np.abs(sr.fd_cdf(x, curve, rate)[0] - reference).max())
+    return worst
+
+
 def test_adaptive_grid_agrees_with_theory_for_six_decades_of_sweep_rates():
     """With exact rates the grid's points hold ln Gamma's interpolation error below 1e-3, so the CDF
     is within (1/e) 1e-3 of theory wherever the cubic-vs-linear estimate holds; we allow 1e-3."""
@@ -100,13 +112,8 @@ def test_adaptive_grid_agrees_with_theory_for_six_decades_of_sweep_rates():
     curve = overdamped_curve(calls=calls, gamma_dot=SIX_DECADES)
     assert len(calls) <= sr.MAX_PASSES and curve.gamma.size <= sr.MAX_POINTS
     assert sum(len(c) for c in calls) == curve.gamma.size  # each point measured once
-    worst = 0.0
+    worst = _worst_cdf_error(curve, SIX_DECADES)
     for rate in SIX_DECADES:
-        lo, hi = sr.quantile([1e-6, 1 - 1e-6], curve, rate)
-        x = np.linspace(lo, hi, 200)
-        reference = theory.fulton_dunkleberger_cdf(x, gamma_dot=rate, rate=KRAMERS, gamma_start=lo - 0.05,
-                                                   points=3000)
-        worst = max(worst, np.abs(sr.fd_cdf(x, curve, rate)[0] - reference).max())
         # the grid covers the window: probability < 1e-7 below its first point, > 1 - 1e-7 at its last
         ends, _ = sr.fd_cdf(curve.gamma[[0, -1]], curve, rate)
         assert ends[0] < 1e-7 and ends[1] > 1 - 1e-7, (rate, ends)
@@ -123,18 +130,6 @@ def test_grid_extends_when_theory_is_off_by_a_thousand(theory_scale):
     for rate in SIX_DECADES[::3]:
         ends, _ = sr.fd_cdf(curve.gamma[[0, -1]], curve, rate)
         assert ends[0] < 1e-6 and ends[1] > 1 - 1e-6, (theory_scale, rate, ends)
-
-
-def _worst_cdf_error(curve, gamma_dot) -> float:
-    """The largest |CDF - theory's quadrature| over the switching windows of ``gamma_dot``."""
-    worst = 0.0
-    for rate in gamma_dot:
-        lo, hi = sr.quantile([1e-6, 1 - 1e-6], curve, rate)
-        x = np.linspace(lo, hi, 200)
-        reference = theory.fulton_dunkleberger_cdf(x, gamma_dot=rate, rate=KRAMERS, gamma_start=lo - 0.05,
-                                                   points=3000)
-        worst = max(worst, np.abs(sr.fd_cdf(x, curve, rate)[0] - reference).max())
-    return worst
 
 
 @pytest.mark.parametrize("theory_scale", [1.0, 3.0, 1e-3, 1e3])
