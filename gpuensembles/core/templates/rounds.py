@@ -419,7 +419,9 @@ class _RoundMemory:
     uses a view of their first rows. Each thread that runs rounds has its own (two tasks of a dask
     worker run rounds at once), kept as long as the thread and the runner: at most the largest
     round's outputs (33 bytes a trial), its pool (16 or 24 bytes a start state) and its segments,
-    and for ``run.kept`` its totals per segment and the reached trials' states.
+    and for ``run.kept`` its totals per segment and the reached trials' states, in two buffers
+    (:class:`KeptRows`: a round reads its pool from one and keeps its states in the other), and
+    for ``run.cycles`` its walkers' half-cycles, crossings and carried states.
     """
 
     def __init__(self):
