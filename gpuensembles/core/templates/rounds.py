@@ -242,7 +242,8 @@ class KeptRows:
         return KeptRows(self._buffer, self.start + a, self.start + max(a, b))
 
     def __array__(self, dtype=None, copy=None):
-        return host_rows([self])[0] if dtype is None else host_rows([self])[0].astype(dtype)
+        rows = host_rows([self])[0]
+        return rows if dtype is None else rows.astype(dtype)
 
     def shares_buffer(self, other) -> bool:
         """Whether ``other`` is rows of the same buffer."""
@@ -291,12 +292,10 @@ def host_rows(rows) -> list:
     list of ndarray
         The rows in the same order; those of a buffer are views of one copy of the span they cover.
     """
-    device = [r for r in rows if isinstance(r, KeptRows) and len(r)]
-    if not device:
-        return [np.asarray(r, dtype=np.float64) if not isinstance(r, KeptRows) else _no_rows(r) for r in rows]
     buffers = {}
-    for r in device:
-        buffers.setdefault(id(r._buffer), []).append(r)
+    for r in rows:
+        if isinstance(r, KeptRows) and len(r):
+            buffers.setdefault(id(r._buffer), []).append(r)
     spans = {}
     for key, mine in buffers.items():
         a, b = min(r.start for r in mine), max(r.stop for r in mine)
@@ -450,6 +449,10 @@ class _RoundMemory:
             view.copy_to_device(host, stream=stream)
         return view
 
+    def pool(self, key, pool, stream):
+        """A round's pool on the device: a :class:`KeptRows` buffer as it lies, host rows copied into ``key``."""
+        return pool.array() if isinstance(pool, _KeptBuffer) else self.copied(key, pool, stream)
+
     def kept_buffer(self, shape, pool):
         """A buffer for a round's kept states: of the two, the one the round's ``pool`` is not read from."""
         key = "kept 1" if isinstance(pool, _KeptBuffer) and pool.key == "kept 0" else "kept 0"
@@ -575,7 +578,7 @@ def _cuda_trials(kernel):
         run_stream = memory.stream()
         with out_of_memory_as_memory_error(f"a round of {n} trials"):
             device = [memory.copied(k, a, run_stream) for k, a in enumerate((params, segments, windows, _ZERO))]
-            device.insert(3, pool.array() if isinstance(pool, _KeptBuffer) else memory.copied(3, pool, run_stream))
+            device.insert(3, memory.pool(3, pool, run_stream))
             outputs = [memory.array(f"out {k}", shape, dtype) for k, (shape, dtype) in
                        enumerate((((n,), np.int64), ((n,), np.int8), ((n, width), np.float64)))]
         with launching("trials", run_stream):
@@ -624,8 +627,7 @@ def _cuda_trials(kernel):
         threads = min(n, 8) if simulated else _CUDA_THREADS_PER_BLOCK
         with out_of_memory_as_memory_error(f"a flux round of {n} walkers"):
             device = [memory.copied(f"cycles {k}", a, run_stream) for k, a in enumerate((params, segments, windows))]
-            device.append(pool.array() if isinstance(pool, _KeptBuffer) else memory.copied("cycles 3", pool,
-                                                                                            run_stream))
+            device.append(memory.pool("cycles 3", pool, run_stream))
             outputs = [memory.array(f"cycles out {k}", a.shape, a.dtype) for k, a in enumerate((steps, status,
                                                                                                crossings))]
             carry = memory.array("cycles carry", (n, crossings.shape[2] + 1), np.float64)
