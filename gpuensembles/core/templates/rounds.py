@@ -40,6 +40,7 @@ from ..backend import (
     bind_cuda,
     build_for,
     cached,
+    compiled,
     copy_back,
     identity,
     launching,
@@ -399,11 +400,13 @@ def _cpu_trials(kernel):
 
 
 _CUDA_THREADS_PER_BLOCK = 128
-#: Threads of a block that totals one segment or gathers its reached states (``run.kept``; the
-#: simulator runs every thread as a Python thread).
-_SEGMENT_THREADS, _SIMULATED_SEGMENT_THREADS = 256, 4
-assert all(t >= 4 and t & (t - 1) == 0 for t in (_SEGMENT_THREADS, _SIMULATED_SEGMENT_THREADS)), \
-    "the totals' tree and prefix sums need a power of two, and four threads to write the four totals"
+#: Threads of a block that gathers one segment's reached states (``run.kept``; the simulator runs
+#: every thread as a Python thread). 128 threads of 32 registers fit beside another thread's
+#: resident trial grid: the Josephson trials take 80 registers a thread, 6 blocks of 128 a
+#: multiprocessor, 61,440 of its 65,536 registers.
+_SEGMENT_THREADS, _SIMULATED_SEGMENT_THREADS = 128, 4
+assert all(t & (t - 1) == 0 for t in (_SEGMENT_THREADS, _SIMULATED_SEGMENT_THREADS)), \
+    "the prefix sums need a power of two"
 #: The trial counter's start, copied into its device word at every round.
 _ZERO = np.zeros(1, dtype=np.int64)
 
@@ -469,8 +472,9 @@ def _cuda_trials(kernel):
 
     @cached
     @cuda.jit(fastmath=True)
-    def run_kernel(params, segments, windows, pool, seed, max_steps, steps, status, ends, counter):
-        # persistent threads: a lane whose trial ends takes the next from the counter
+    def run_kernel(params, segments, windows, pool, seed, max_steps, steps, status, ends, counter, totals):
+        # persistent threads: a lane whose trial ends takes the next from the counter, and adds the
+        # trial to its segment's totals (integer sums: the order of adding changes nothing)
         params, segments, windows, pool = readable(params), readable(segments), readable(windows), readable(pool)
         n = steps.shape[0]
         i = cuda.atomic.add(counter, 0, 1)
@@ -481,9 +485,16 @@ def _cuda_trials(kernel):
         while i < n:
             state, code = advance(state, coef, windows[k, LO], windows[k, HI], max_steps, seed, stream, trial)
             if code != RUNNING:
-                steps[i] = state[0]
+                taken = np.int64(state[0])
+                steps[i] = taken
                 status[i] = code
                 export(state, writable(ends), i)
+                cuda.atomic.add(totals, (k, ALL_STEPS), taken)
+                if code == REACHED:
+                    cuda.atomic.add(totals, (k, REACHED_COUNT), 1)
+                    cuda.atomic.add(totals, (k, REACHED_STEPS), taken)
+                elif code == CENSORED:
+                    cuda.atomic.add(totals, (k, CENSORED_COUNT), 1)
                 i = cuda.atomic.add(counter, 0, 1)
                 if i < n:
                     k = _segment_of(segments, i, k)
@@ -505,34 +516,6 @@ def _cuda_trials(kernel):
 
     per_thread = threading.local()  # runners are cached per process: threads of a worker share them
     threads_per_segment = _SIMULATED_SEGMENT_THREADS if simulated else _SEGMENT_THREADS
-
-    @cached
-    @cuda.jit
-    def totals_kernel(segments, steps, status, totals):
-        # one block per segment; integer sums, so the order of adding changes nothing
-        partial = cuda.shared.array((threads_per_segment, 4), np.int64)
-        k, t = cuda.blockIdx.x, cuda.threadIdx.x
-        reached, reached_steps, all_steps, censored = np.int64(0), np.int64(0), np.int64(0), np.int64(0)
-        for i in range(segments[k, BEGIN] + t, segments[k, END], threads_per_segment):
-            n = steps[i]
-            all_steps += n
-            if status[i] == REACHED:
-                reached += 1
-                reached_steps += n
-            elif status[i] == CENSORED:
-                censored += 1
-        partial[t, REACHED_COUNT], partial[t, REACHED_STEPS] = reached, reached_steps
-        partial[t, ALL_STEPS], partial[t, CENSORED_COUNT] = all_steps, censored
-        cuda.syncthreads()
-        half = threads_per_segment // 2
-        while half > 0:
-            if t < half:
-                for c in range(4):
-                    partial[t, c] += partial[t + half, c]
-            cuda.syncthreads()
-            half //= 2
-        if t < 4:
-            totals[k, t] = partial[0, t]
 
     @cached
     @cuda.jit
@@ -566,14 +549,15 @@ def _cuda_trials(kernel):
             memory = per_thread.memory = _RoundMemory()
         return memory
 
+    resident = {}  # blocks of the trial kernel that stay resident at once, per device
+
     def launch(params, segments, windows, pool, seed, max_steps, n, width):
-        """Run the round's ``n`` trials; their outputs stay on the device (views of this thread's kept arrays)."""
-        if simulated:
-            blocks, threads = 1, min(n, 8)
-        else:
-            sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
-            threads = _CUDA_THREADS_PER_BLOCK
-            blocks = max(1, min(sms * 16, -(-n // threads)))
+        """Run the round's ``n`` trials; their outputs and totals stay on the device (this thread's kept arrays).
+
+        The persistent grid is what stays resident at once: a larger one only queues blocks that
+        find the trials taken, and meanwhile keeps out the small kernels of another thread's
+        round on the GPU, which then waits for this whole round.
+        """
         memory = thread_memory()
         run_stream = memory.stream()
         with out_of_memory_as_memory_error(f"a round of {n} trials"):
@@ -581,16 +565,25 @@ def _cuda_trials(kernel):
             device.insert(3, memory.pool(3, pool, run_stream))
             outputs = [memory.array(f"out {k}", shape, dtype) for k, (shape, dtype) in
                        enumerate((((n,), np.int64), ((n,), np.int8), ((n, width), np.float64)))]
+            totals = memory.copied("totals", np.zeros((len(segments), len(TOTAL_COLUMNS)), np.int64), run_stream)
+        args = (*device[:-1], np.uint32(seed), np.int64(max_steps), *outputs, device[-1], totals)
+        if simulated:
+            blocks, threads = 1, min(n, 8)
+        else:
+            threads = _CUDA_THREADS_PER_BLOCK
+            where = cuda.get_current_device().id
+            if where not in resident:
+                resident[where] = compiled(run_kernel, *args).max_cooperative_grid_blocks(threads)
+            blocks = max(1, min(resident[where], -(-n // threads)))
         with launching("trials", run_stream):
-            run_kernel[blocks, threads, run_stream](*device[:-1], np.uint32(seed), np.int64(max_steps), *outputs,
-                                                   device[-1])
-        return memory, run_stream, device[1], outputs
+            run_kernel[blocks, threads, run_stream](*args)
+        return memory, run_stream, device[1], outputs, totals
 
     def run_cuda(params, segments, windows, pool, seed, max_steps, steps, status, ends):
         n = steps.size
         if n == 0:
             return
-        _, run_stream, _, outputs = launch(params, segments, windows, pool, seed, max_steps, n, ends.shape[1])
+        _, run_stream, _, outputs, _ = launch(params, segments, windows, pool, seed, max_steps, n, ends.shape[1])
         copy_back(run_stream, zip((steps, status, ends), outputs))
 
     def kept_cuda(params, segments, windows, pool, seed, max_steps, width):
@@ -598,12 +591,8 @@ def _cuda_trials(kernel):
         totals = np.zeros((len(segments), len(TOTAL_COLUMNS)), dtype=np.int64)
         if n == 0:
             return totals, np.empty((0, width - 1))
-        memory, run_stream, d_segments, (d_steps, d_status, d_ends) = launch(params, segments, windows, pool, seed,
-                                                                         max_steps, n, width)
-        with out_of_memory_as_memory_error(f"the totals of a round of {n} trials"):
-            d_totals = memory.array("totals", totals.shape, np.int64)
-        with launching("trial totals", run_stream):
-            totals_kernel[len(segments), threads_per_segment, run_stream](d_segments, d_steps, d_status, d_totals)
+        memory, run_stream, d_segments, (_, d_status, d_ends), d_totals = launch(params, segments, windows, pool,
+                                                                             seed, max_steps, n, width)
         copy_back(run_stream, [(totals, d_totals)])
         reached = totals[:, REACHED_COUNT]
         n_kept = int(reached.sum())
@@ -637,5 +626,5 @@ def _cuda_trials(kernel):
         copy_back(run_stream, zip((steps, status, crossings), outputs))
 
     run_cuda.kernel, run_cuda.kept, run_cuda.cycles = run_kernel, kept_cuda, cycles_cuda
-    run_cuda.kernels = (run_kernel, totals_kernel, keep_kernel, cycles_kernel)
+    run_cuda.kernels = (run_kernel, keep_kernel, cycles_kernel)
     return run_cuda
