@@ -193,9 +193,14 @@ def _pool(pools, sizes, columns: int) -> tuple:
     states) are read where they lie; any others are copied to the host and joined.
     """
     given = [p for p in pools if len(p)]
-    if given and all(isinstance(p, KeptRows) and p.shares_buffer(given[0]) for p in given):
+    if _one_buffer(given):
         return given[0].buffer, np.array([p.start if len(p) else 0 for p in pools], dtype=np.int64)
     return _joined(host_rows(pools), columns), np.cumsum(sizes) - sizes
+
+
+def _one_buffer(rows) -> bool:
+    """Whether ``rows`` (a list, not empty) are all :class:`KeptRows` of one device buffer."""
+    return bool(rows) and all(isinstance(r, KeptRows) and r.shares_buffer(rows[0]) for r in rows)
 
 
 def _joined(pools, columns: int) -> np.ndarray:
@@ -555,8 +560,7 @@ def _leading_rows(pools, n: int):
             break
         taken.append(pool[:n - rows])
         rows += len(taken[-1])
-    if taken and all(isinstance(t, KeptRows) and t.shares_buffer(taken[0]) for t in taken) and all(
-            a.stop == b.start for a, b in zip(taken, taken[1:])):
+    if _one_buffer(taken) and all(a.stop == b.start for a, b in zip(taken, taken[1:])):
         return taken[0].buffer_rows(taken[0].start, taken[-1].stop)
     return np.concatenate(host_rows(taken))
 
