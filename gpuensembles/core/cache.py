@@ -26,6 +26,14 @@ is ``$NUMBA_CACHE_DIR/gpuensembles/<version>`` when ``NUMBA_CACHE_DIR`` is set, 
 ``$XDG_CACHE_HOME/gpuensembles/<version>`` (default ``~/.cache``); ``GPUENSEMBLES_CACHE=0``
 turns the cache off.
 
+Entries from different processes must not share symbol names. numba names each compiled
+function by its qualified name, argument types and an id counted from 1 in every process, and
+a loaded entry's calls resolve by name across everything the process has loaded: two closures
+of one factory (a template over two models) compiled in two processes that ran alike get the
+same names, and a process that loads both entries runs the first one's callee from the second
+(numba issue 10486). Importing this module therefore draws numba's function ids at random
+(:func:`draw_function_ids_at_random`).
+
 The same caches clock compilation: :func:`compile_seconds` is the time this process spent
 compiling cached dispatchers (loading from the disk cache is not compilation).
 """
@@ -49,12 +57,42 @@ from numba.core.caching import CompileResultCacheImpl, FunctionCache
 
 from . import blas_probe, compile_lock
 
-#: Bumped when the layout of cache entries changes.
-FORMAT = 1
+#: Bumped when the layout of cache entries changes (2: function ids drawn at random, so
+#: that entries from different processes never share a symbol name).
+FORMAT = 2
 #: Set to 0 (or "off", "false", "no") to compile every kernel in every process.
 DISABLE_VARIABLE = "GPUENSEMBLES_CACHE"
 _PACKAGE = Path(__file__).resolve().parent.parent
 _NUMBA_SETTINGS = ("OPT", "BOUNDSCHECK", "DEBUGINFO_DEFAULT", "CPU_NAME", "CPU_FEATURES", "FASTMATH")
+
+
+class _RandomIds:
+    """An endless iterator of random 63-bit ints from the operating system (fresh in forked children too)."""
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> int:
+        return int.from_bytes(os.urandom(8), "little") >> 1
+
+
+def draw_function_ids_at_random():
+    """Make numba draw the id in each compiled function's symbol name at random, not count it from 1.
+
+    With counted ids, a factory's closures (one kernel template over two models) compiled in
+    two processes that ran the same steps before get the same symbol names; a process that
+    loads both from the kernel cache then calls the first one's functions from the second,
+    and silently computes the wrong model (numba issue 10486). 63 random bits make two equal
+    names among a million compiled functions a chance of about 5 in 10^8. The ids only
+    name functions; nothing in numba orders or counts them.
+    """
+    from numba.core.bytecode import FunctionIdentity
+
+    if not isinstance(FunctionIdentity._unique_ids, _RandomIds):
+        FunctionIdentity._unique_ids = _RandomIds()
+
+
+draw_function_ids_at_random()
 
 
 def cache_dir() -> Path | None:

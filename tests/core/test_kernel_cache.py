@@ -141,6 +141,60 @@ def test_compiled_and_cached_cpu_code_give_the_same_numbers(tmp_path):
     assert warm[1] == cold[1]
 
 
+#: Two closures of one factory: ``outer`` calls ``inner``, too long for LLVM to inline, so the
+#: loaded code calls it by its symbol name.
+_FACTORY = """
+import math
+import numba
+from gpuensembles.core.backend import cached
+
+def make(c):
+    @numba.njit
+    def inner(x):
+        s = 0.0
+{body}
+        return s
+
+    @cached
+    @numba.njit
+    def outer(x):
+        return inner(x) + inner(x + 1.0)
+
+    return outer
+"""
+_INNER_LINE = "        s += math.sin(x * {k} + c) * math.exp(-s * {k} / 100) + math.log1p(abs(s) + {k})"
+
+
+def test_closures_cached_by_two_processes_keep_their_own_callees(tmp_path):
+    # Two processes that ran alike each compile one closure of a factory: numba's counted function
+    # ids gave both entries the same symbol names, and a third process that loaded both ran the
+    # first closure's inner function from the second (a Josephson walker ran another model's steps)
+    body = "\n".join(_INNER_LINE.format(k=k) for k in range(1, 61))
+    (tmp_path / "factory.py").write_text(_FACTORY.format(body=body))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(tmp_path)]),
+               NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop(cache.DISABLE_VARIABLE, None)
+
+    def values(*constants, **more):
+        code = f"import json; from factory import make; print(json.dumps([make(c)(0.5) for c in {constants}]))"
+        return json.loads(subprocess.run([sys.executable, "-c", code], env=dict(env, **more), capture_output=True,
+                                         text=True, check=True).stdout)
+
+    compiled = values(1.0, 2.0, GPUENSEMBLES_CACHE="0")
+    assert compiled[0] != compiled[1]
+    assert values(1.0) + values(2.0) == compiled  # each process writes the entry of its closure
+    assert len(entries(tmp_path / "cache")) == 2
+    assert values(1.0, 2.0) == compiled  # one process loads both
+    assert values(2.0, 1.0) == compiled[::-1]
+
+
+def test_numba_function_ids_are_drawn_at_random():
+    from numba.core.bytecode import FunctionIdentity
+
+    ids = [next(FunctionIdentity._unique_ids) for _ in range(1000)]
+    assert len(set(ids)) == len(ids) and min(ids) >= 0 and max(ids) > 2**40
+
+
 def test_the_cache_can_be_turned_off(tmp_path):
     off = fresh_process(tmp_path, "escape_times", GPUENSEMBLES_CACHE="0")
     assert "_cpu_first_passage.<locals>.run_items" in off["compiled"]
