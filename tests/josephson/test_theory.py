@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
-from scipy import integrate
+from scipy import integrate, optimize
 
 from gpuensembles.models.josephson import theory
 
@@ -89,6 +89,30 @@ def test_melnikov_depopulation_limits():
     assert theory.melnikov_depopulation(50.0) == pytest.approx(1.0, abs=1e-6)
     values = [theory.melnikov_depopulation(d) for d in (0.1, 1.0, 10.0)]
     assert values == sorted(values)
+
+
+def test_action_and_melnikov_factor_over_arrays_equal_independent_quadratures():
+    """All biases at once, against SciPy's adaptive quadrature of each definition, bias by bias."""
+    gamma = np.array([0.1, 0.5, 0.9, 0.99])
+
+    def action(g):  # 2 int v dphi from the left turning point to the barrier top
+        U = lambda x: -(np.cos(x) + g * x)  # noqa: E731
+        top = theory.barrier_top(g)
+        left = optimize.brentq(lambda x: U(x) - U(top), -np.pi - np.arcsin(g), np.arcsin(g), xtol=1e-14)
+        return 2 * integrate.quad(lambda x: np.sqrt(max(2 * (U(top) - U(x)), 0.0)), left, top, limit=200,
+                                  epsabs=0, epsrel=1e-12)[0]
+
+    assert theory.separatrix_action(gamma) == pytest.approx([action(g) for g in gamma], rel=1e-9)
+    delta = np.array([1e-3, 0.1, 1.0, 10.0])
+
+    def factor(d):  # exp[(1/pi) int_0^inf ln(1 - exp(-d (x^2 + 1/4))) dx / (x^2 + 1/4)]
+        f = lambda x: np.log(-np.expm1(-d * (x * x + 0.25))) / (x * x + 0.25)  # noqa: E731
+        return math.exp(integrate.quad(f, 0, np.inf, limit=400, epsabs=0, epsrel=1e-12)[0] / np.pi)
+
+    assert theory.melnikov_depopulation(delta) == pytest.approx([factor(d) for d in delta], rel=1e-9)
+    rate = theory.rate_formula("underdamped", 2.0, 0.3, 0.05)(gamma)
+    assert rate.shape == gamma.shape
+    assert rate == pytest.approx([theory.escape_rate(g, V0=2.0, damping=0.3, theta=0.05) for g in gamma], rel=1e-14)
 
 
 def test_rate_forms_limits():

@@ -37,15 +37,14 @@ def _action_ratio_table():
     """``S(gamma) / (36 Delta U / (5 omega_p))`` at ``V0 = 1`` on a grid of ``u = (1 - gamma)^(1/4)``."""
     u = np.linspace(1e-3, 1.0, 400)
     gamma = 1.0 - u**4
-    ratio = [theory.separatrix_action(g) / (7.2 * theory.barrier(g) / theory.plasma_frequency(g)) for g in gamma]
-    return u, np.asarray(ratio)
+    return u, theory.separatrix_action(gamma) / (7.2 * theory.barrier(gamma) / theory.plasma_frequency(gamma))
 
 
 @functools.cache
 def _depopulation_table():
     """``ln A(delta)`` of Mel'nikov-Meshkov on a grid of ``ln delta``."""
     log_delta = np.linspace(math.log(1e-8), math.log(1e4), 500)
-    return log_delta, np.log([theory.melnikov_depopulation(math.exp(x)) for x in log_delta])
+    return log_delta, np.log(theory.melnikov_depopulation(np.exp(log_delta)))
 
 
 def thermal_log_rate(gamma, *, V0, damping, theta):

@@ -246,8 +246,9 @@ def quantum_thermal_rate(gamma, *, V0, damping, theta, form="melnikov"):
         Rate in inverse time units.
     """
     enhancement = quantum_enhancement(gamma, V0=V0, damping=damping, theta=theta)
-    classical = np.vectorize(lambda g: theory.escape_rate(g, V0=V0, damping=damping, theta=float(theta), form=form))
-    return classical(np.asarray(gamma, dtype=float)) * enhancement
+    classical = theory.escape_rate(np.asarray(gamma, dtype=float), V0=V0, damping=damping, theta=float(theta),
+                                   form=form)
+    return np.asarray(classical) * enhancement
 
 
 def escape_theta(rate, gamma, *, V0, prefactor=1.0):

@@ -151,10 +151,15 @@ def _legendre(n=_NODES):
 
 
 def _gauss(f, lo, hi):
-    """``int_lo^hi f``, Gauss-Legendre with :data:`_NODES` nodes (``f`` smooth on ``[lo, hi]``)."""
+    """``int_lo^hi f``, Gauss-Legendre with :data:`_NODES` nodes (``f`` smooth on ``[lo, hi]``).
+
+    ``lo`` and ``hi`` may be arrays: ``f`` then gets the nodes of every interval at once, along a
+    last axis, and the integrals come back in their shape.
+    """
     x, w = _legendre()
+    lo, hi = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
     half = 0.5 * (hi - lo)
-    return half * float(np.dot(w, f(lo + half * (x + 1.0))))
+    return half * np.dot(f(lo[..., None] + half[..., None] * (x + 1.0)), w)
 
 
 def bisect(above, low, high, steps=64):
@@ -193,22 +198,48 @@ def separatrix_action(gamma, V0=1.0):
     from the previous barrier top to the well bottom), the integral by Gauss-Legendre in
     ``s`` with ``phi = left + (b - left) s^2``, which leaves a smooth integrand: the speed
     grows as ``sqrt(phi - left)`` from the turning point and falls linearly to the barrier top.
+
+    Parameters
+    ----------
+    gamma : float or array, in (0, 1)
+        Normalized bias.
+    V0 : float
+        Barrier scale.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        ``S`` (normalized units), shaped like ``gamma``.
     """
+    gamma = np.asarray(gamma, dtype=float)
     a, b = well_bottom(gamma), barrier_top(gamma)
 
-    def U(x):
-        """The washboard potential ``-V0 (cos x + gamma x)``."""
-        return -V0 * (np.cos(x) + gamma * x)
+    def U(x, g=gamma):
+        """The washboard potential ``-V0 (cos x + g x)``."""
+        return -V0 * (np.cos(x) + g * x)
 
     top = U(b)
-    left = float(bisect(lambda x: U(x) > top, -np.pi - a, a))  # U falls from above U(b) to below it
+    left = bisect(lambda x: U(x) > top, -np.pi - a, a)  # U falls from above U(b) to below it
     span = b - left
+    g, top_, left_, span_ = (v[..., None] for v in (gamma, top, left, span))
 
     def integrand(s):
-        """Speed at ``phi(s)`` times ``dphi / ds``."""
-        return np.sqrt(np.maximum(2.0 * (top - U(left + span * s * s)), 0.0)) * 2.0 * span * s
+        """Speed at ``phi(s)`` times ``dphi / ds`` (``s`` along the last axis)."""
+        return np.sqrt(np.maximum(2.0 * (top_ - U(left_ + span_ * s * s, g)), 0.0)) * 2.0 * span_ * s
 
-    return 2.0 * _gauss(integrand, 0.0, 1.0)
+    action = 2.0 * _gauss(integrand, np.zeros_like(gamma), np.ones_like(gamma))
+    return float(action) if action.ndim == 0 else action
+
+
+@functools.cache
+def _melnikov_nodes():
+    """Nodes and weights of :func:`melnikov_depopulation`'s quadrature over ``t`` in ``[0, pi/2)``:
+    Gauss-Legendre on 60 panels that halve towards ``pi / 2`` (the last ``2^-60`` wide)."""
+    x, w = _legendre()
+    widths = 0.5 * np.pi * 0.5 ** np.arange(1, 61)
+    starts = 0.5 * np.pi - 2.0 * widths
+    half = 0.5 * widths[:, None]
+    return (starts[:, None] + half * (x + 1.0)).ravel(), (half * w).ravel()
 
 
 def melnikov_depopulation(delta):
@@ -220,20 +251,22 @@ def melnikov_depopulation(delta):
     With ``x = tan(t) / 2`` the integral is ``2 int_0^{pi/2} ln(1 - exp(-delta / (4 cos^2 t))) dt``,
     whose integrand goes from ``ln(delta / (4 cos^2 t))`` to 0 within ``cos t ~ sqrt(delta)``
     of ``pi / 2``: Gauss-Legendre on panels that halve towards ``pi / 2``, down to ``2^-60``.
+
+    Parameters
+    ----------
+    delta : float or array, > 0
+        Energy lost on the separatrix orbit over the temperature.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        ``A(delta)``, shaped like ``delta``.
     """
-    delta = float(delta)
-
-    def integrand(t):
-        """``ln(1 - exp(-delta / (4 cos^2 t)))``."""
-        return np.log(-np.expm1(-delta / (4.0 * np.cos(t) ** 2)))
-
-    total, width = 0.0, 0.5 * np.pi
-    lo = 0.0
-    for _ in range(60):
-        width *= 0.5
-        total += _gauss(integrand, lo, lo + width)
-        lo += width
-    return float(np.exp(2.0 * total / np.pi))
+    delta = np.asarray(delta, dtype=float)
+    t, w = _melnikov_nodes()
+    integrand = np.log(-np.expm1(-delta[..., None] / (4.0 * np.cos(t) ** 2)))
+    factor = np.exp(2.0 * np.dot(integrand, w) / np.pi)
+    return float(factor) if factor.ndim == 0 else factor
 
 
 def escape_rate(gamma, *, V0, damping, theta, form="melnikov", model="underdamped"):
@@ -241,7 +274,7 @@ def escape_rate(gamma, *, V0, damping, theta, form="melnikov", model="underdampe
 
     Parameters
     ----------
-    gamma : float
+    gamma : float or array
         Bias, in (0, 1).
     V0, damping, theta : float
         Barrier scale, damping and temperature ``theta = D / damping``.
@@ -262,32 +295,35 @@ def escape_rate(gamma, *, V0, damping, theta, form="melnikov", model="underdampe
 
     Returns
     -------
-    float
-        Rate in inverse time units of the equation.
+    float or numpy.ndarray
+        Rate in inverse time units of the equation, shaped like ``gamma``.
     """
     if form not in RATE_FORMS:
         raise ValueError(f"form must be one of {RATE_FORMS}, got {form!r}")
-    omega = float(plasma_frequency(gamma, V0))
-    boltzmann = math.exp(-float(barrier(gamma, V0)) / theta)
-    if model == "overdamped":
-        if form == "exact":  # no tilt: the passage to the right may never happen
-            return 1.0 / overdamped_mfpt(V0=V0, damping=damping, gamma=gamma, D=damping * theta) if gamma > 0 else 0.0
-        if form != "kramers":
-            raise ValueError(f"the overdamped model has forms 'kramers' and 'exact', got {form!r}")
-        return omega * omega / (2.0 * math.pi * damping) * boltzmann
+    if model == "overdamped" and form == "exact":  # one quadrature per bias
+        exact = np.vectorize(lambda g: 1.0 / overdamped_mfpt(V0=V0, damping=damping, gamma=g, D=damping * theta)
+                             if g > 0 else 0.0, otypes=[float])(np.asarray(gamma, dtype=float))  # no tilt: no passage
+        return float(exact) if exact.ndim == 0 else exact
+    if model == "overdamped" and form != "kramers":
+        raise ValueError(f"the overdamped model has forms 'kramers' and 'exact', got {form!r}")
     if form == "exact":
         raise ValueError("form='exact' exists for the overdamped model only")
-    tst = omega / (2.0 * math.pi) * boltzmann
-    if form == "tst":
-        return tst
-    alpha = damping / (2.0 * omega)
-    kramers = tst * (math.sqrt(1.0 + alpha * alpha) - alpha)
-    if form == "kramers":
-        return kramers
-    delta = damping * separatrix_action(gamma, V0) / theta
-    if form == "bhl":
-        return tst * 4.0 / (math.sqrt(1.0 + 4.0 / delta) + 1.0) ** 2
-    return kramers * melnikov_depopulation(delta)
+    gamma = np.asarray(gamma, dtype=float)
+    omega = plasma_frequency(gamma, V0)
+    boltzmann = np.exp(-barrier(gamma, V0) / theta)
+    if model == "overdamped":
+        rate = omega * omega / (2.0 * math.pi * damping) * boltzmann
+    else:
+        tst = omega / (2.0 * math.pi) * boltzmann
+        alpha = damping / (2.0 * omega)
+        kramers = tst * (np.sqrt(1.0 + alpha * alpha) - alpha)
+        rate = tst if form == "tst" else kramers
+        if form in ("bhl", "melnikov"):
+            delta = damping * np.asarray(separatrix_action(gamma, V0)) / theta
+            rate = (tst * 4.0 / (np.sqrt(1.0 + 4.0 / delta) + 1.0) ** 2 if form == "bhl"
+                    else kramers * melnikov_depopulation(delta))
+    rate = np.asarray(rate, dtype=float)
+    return float(rate) if rate.ndim == 0 else rate
 
 
 def rate_formula(model, V0, damping, theta):
@@ -306,8 +342,8 @@ def rate_formula(model, V0, damping, theta):
         ``rate(gamma)`` on an array of biases (inverse time units).
     """
     form = "melnikov" if model == "underdamped" else "kramers"
-    one = np.vectorize(lambda g: escape_rate(g, V0=V0, damping=damping, theta=theta, form=form, model=model))
-    return lambda gamma: one(np.asarray(gamma, dtype=float)) if np.size(gamma) else np.empty(0)
+    return lambda gamma: np.asarray(escape_rate(np.asarray(gamma, dtype=float), V0=V0, damping=damping, theta=theta,
+                                                form=form, model=model))
 
 
 def fulton_dunkleberger_cdf(gamma, *, gamma_dot, rate, gamma_start=0.0, points=400):
