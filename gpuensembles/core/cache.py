@@ -26,13 +26,8 @@ is ``$NUMBA_CACHE_DIR/gpuensembles/<version>`` when ``NUMBA_CACHE_DIR`` is set, 
 ``$XDG_CACHE_HOME/gpuensembles/<version>`` (default ``~/.cache``); ``GPUENSEMBLES_CACHE=0``
 turns the cache off.
 
-Entries from different processes must not share symbol names. numba names each compiled
-function by its qualified name, argument types and an id counted from 1 in every process, and
-a loaded entry's calls resolve by name across everything the process has loaded: two closures
-of one factory (a template over two models) compiled in two processes that ran alike get the
-same names, and a process that loads both entries runs the first one's callee from the second
-(numba issue 10486). Importing this module therefore draws numba's function ids at random
-(:func:`draw_function_ids_at_random`).
+Importing this module draws numba's function ids at random, so that entries written by
+different processes never share symbol names (:func:`draw_function_ids_at_random` says why).
 
 The same caches clock compilation: :func:`compile_seconds` is the time this process spent
 compiling cached dispatchers (loading from the disk cache is not compilation).
