@@ -270,10 +270,23 @@ def finish_lanes(undecided, dE4, thr, tbase, seed, key, half_sweep, site, group)
     lanes' dE = 8 thresholds; ``slot`` as :func:`lane_slots`). One Philox block per word
     unless it has more than four such lanes (probability ~2e-7).
     """
+    none = np.uint32(0)
+    return finish_drawn(undecided, dE4, thr, tbase, none, none, none, none, np.int64(HEAD_BLOCKS), none, seed, key,
+                        half_sweep, site, group)
+
+
+@jit
+def finish_drawn(undecided, dE4, thr, tbase, r0, r1, r2, r3, block, left, seed, key, half_sweep, site, group):
+    """:func:`finish_lanes` with the last ``left`` words of a block already drawn (``r0`` first,
+    the others after it in turn), the next block to draw being ``block``.
+
+    ``left = 0`` draws block ``HEAD_BLOCKS`` when a lane needs it (:func:`finish_lanes`); a
+    kernel that drew block ``HEAD_BLOCKS`` ahead passes its four words, ``left = 4`` and
+    ``block = HEAD_BLOCKS + 1``. Same lanes, same words, same decisions.
+    """
     accepted = np.uint32(0)
-    r0 = r1 = r2 = r3 = np.uint32(0)
-    block = np.int64(HEAD_BLOCKS)
-    left = np.uint32(0)  # words of the block drawn last not used yet
+    block = np.int64(block)
+    left = np.uint32(left)  # words of the block drawn last not used yet
     while undecided != 0:
         if left == 0:
             r0, r1, r2, r3 = draw_block(half_sweep, site, group, block, seed, key)
@@ -302,9 +315,17 @@ def decide_head(s, up, down, same, side, thr, tbase, seed, key, half_sweep, site
     ``U``'s top bits below ``P``'s), and the lanes whose top bits equal ``P``'s with those of
     them at dE = 4: finish them with :func:`finish_lanes` (the same ``site``).
     """
-    flip, dE4, dE8 = classify(np.uint32(s ^ up), np.uint32(s ^ down), np.uint32(s ^ same), np.uint32(s ^ side))
     a0, a1, a2, a3 = draw_block(half_sweep, site, group, _BLOCK0, seed, key)
     b0, b1, b2, b3 = draw_block(half_sweep, site, group, _BLOCK1, seed, key)
+    return decide_drawn(s, up, down, same, side, thr, tbase, a0, a1, a2, a3, b0, b1, b2, b3)
+
+
+@jit
+def decide_drawn(s, up, down, same, side, thr, tbase, a0, a1, a2, a3, b0, b1, b2, b3):
+    """:func:`decide_head` with its two Philox blocks already drawn: ``a0..a3`` block 0 and
+    ``b0..b3`` block 1 of the word's site (a kernel may draw them before it reads the word
+    and its neighbours, as they depend on neither)."""
+    flip, dE4, dE8 = classify(np.uint32(s ^ up), np.uint32(s ^ down), np.uint32(s ^ same), np.uint32(s ^ side))
     # from the least significant of the 8 bits: below = top bits of U below P's so far
     below, equal = np.uint32(0), ALL_ONES
     k = _U(tbase)
