@@ -162,6 +162,12 @@ def _gauss(f, lo, hi):
     return half * np.dot(f(lo[..., None] + half[..., None] * (x + 1.0)), w)
 
 
+def _scalar_or_array(values):
+    """A float where ``values`` is 0-dimensional (a scalar was given), else the float array."""
+    values = np.asarray(values, dtype=float)
+    return float(values) if values.ndim == 0 else values
+
+
 def bisect(above, low, high, steps=64):
     """Where ``above`` turns false between ``low`` and ``high``, by ``steps`` halvings (elementwise).
 
@@ -228,7 +234,7 @@ def separatrix_action(gamma, V0=1.0):
         return np.sqrt(np.maximum(2.0 * (top_ - U(left_ + span_ * s * s, g)), 0.0)) * 2.0 * span_ * s
 
     action = 2.0 * _gauss(integrand, np.zeros_like(gamma), np.ones_like(gamma))
-    return float(action) if action.ndim == 0 else action
+    return _scalar_or_array(action)
 
 
 @functools.cache
@@ -266,7 +272,7 @@ def melnikov_depopulation(delta):
     t, w = _melnikov_nodes()
     integrand = np.log(-np.expm1(-delta[..., None] / (4.0 * np.cos(t) ** 2)))
     factor = np.exp(2.0 * np.dot(integrand, w) / np.pi)
-    return float(factor) if factor.ndim == 0 else factor
+    return _scalar_or_array(factor)
 
 
 def escape_rate(gamma, *, V0, damping, theta, form="melnikov", model="underdamped"):
@@ -303,7 +309,7 @@ def escape_rate(gamma, *, V0, damping, theta, form="melnikov", model="underdampe
     if model == "overdamped" and form == "exact":  # one quadrature per bias
         exact = np.vectorize(lambda g: 1.0 / overdamped_mfpt(V0=V0, damping=damping, gamma=g, D=damping * theta)
                              if g > 0 else 0.0, otypes=[float])(np.asarray(gamma, dtype=float))  # no tilt: no passage
-        return float(exact) if exact.ndim == 0 else exact
+        return _scalar_or_array(exact)
     if model == "overdamped" and form != "kramers":
         raise ValueError(f"the overdamped model has forms 'kramers' and 'exact', got {form!r}")
     if form == "exact":
@@ -322,8 +328,7 @@ def escape_rate(gamma, *, V0, damping, theta, form="melnikov", model="underdampe
             delta = damping * np.asarray(separatrix_action(gamma, V0)) / theta
             rate = (tst * 4.0 / (np.sqrt(1.0 + 4.0 / delta) + 1.0) ** 2 if form == "bhl"
                     else kramers * melnikov_depopulation(delta))
-    rate = np.asarray(rate, dtype=float)
-    return float(rate) if rate.ndim == 0 else rate
+    return _scalar_or_array(rate)
 
 
 def rate_formula(model, V0, damping, theta):
@@ -541,8 +546,7 @@ def retrapping_current(Q, *, tol=1e-9):
     if not np.all(np.isfinite(q) & (q > 0)):
         raise ValueError(f"Q must be finite and > 0, got {Q!r}")
 
-    out = np.vectorize(lambda Q: _retrapping_at(float(Q), float(tol)), otypes=[float])(q)
-    return float(out) if out.ndim == 0 else out
+    return _scalar_or_array(np.vectorize(lambda Q: _retrapping_at(float(Q), float(tol)), otypes=[float])(q))
 
 
 # --------------------------------------------------------------------------- quantum escape and the crossover
