@@ -33,9 +33,11 @@ A lane whose 8 bits differ from ``P``'s is decided by them; a lane whose 8 bits 
 its own: the ``m``-th such lane of the word (from the least significant) the top 24 bits of
 word ``m % 4`` of block ``2 + m // 4`` (:func:`finish_lanes`). Every lane thus compares its
 own independent 32-bit uniform with ``P``, exactly as the int8 kernel does: no random bit
-ever feeds two decisions. The GPU kernels set the ~10 % of words with a lane left after the
-first two blocks aside, to finish them all together: the 32 threads of a warp then do not
-wait for the slowest word of each row. Same numbers, same decisions.
+ever feeds two decisions. The column kernels set the ~10 % of words with a lane left after
+the first two blocks aside, to finish them all together: the 32 threads of a warp then do not
+wait for the slowest word of each row. The band sweeps, with a word or two a thread, draw that
+block for every word ahead of its update (:func:`decide_drawn`, :func:`finish_drawn`). Same
+numbers, same decisions.
 
 Randomness: Philox4x32-10 with key ``(seed, L | tag << 28)`` and counter ``(half-sweep,
 site, group, block)`` (multi-spin: :func:`draw_block`) or ``(half-sweep, 0, quad, group)``
@@ -270,9 +272,9 @@ def finish_lanes(undecided, dE4, thr, tbase, seed, key, half_sweep, site, group)
     lanes' dE = 8 thresholds; ``slot`` as :func:`lane_slots`). One Philox block per word
     unless it has more than four such lanes (probability ~2e-7).
     """
-    none = np.uint32(0)
-    return finish_drawn(undecided, dE4, thr, tbase, none, none, none, none, np.int64(HEAD_BLOCKS), none, seed, key,
-                        half_sweep, site, group)
+    unused = np.uint32(0)  # no words drawn yet: the first lane draws block HEAD_BLOCKS
+    return finish_drawn(undecided, dE4, thr, tbase, unused, unused, unused, unused, np.int64(HEAD_BLOCKS), unused, seed,
+                        key, half_sweep, site, group)
 
 
 @jit
