@@ -281,7 +281,8 @@ class FluxSettings:
     Attributes
     ----------
     replicas : int
-        Independent replicas per batch (their spread gives the error).
+        Independent replicas of the first batch (their spread gives the error), and the
+        fewest of any further batch.
     walkers : int
         Basin walkers per replica in the flux run.
     cycles : int
@@ -295,7 +296,7 @@ class FluxSettings:
     rel_error : float
         Relative standard error after which a point needs no further batch.
     max_batches : int
-        Batches of replicas at most.
+        Batches of replicas at most; a point runs ``replicas * max_batches`` replicas at most.
     """
 
     replicas: int = 16
@@ -308,8 +309,20 @@ class FluxSettings:
     max_batches: int = 4
 
 
+#: A further batch of forward flux sampling is sized for this many times the replicas its
+#: predecessors' spread says the target needs: that spread, from 16 replicas, is itself uncertain
+#: by about a third, and a batch too few costs a whole further chain of stages.
+BATCH_SAFETY = 1.25
+
+
 def forward_flux(rounds: Rounds, lam_a, lam_0, lam_b, dt, settings: FluxSettings, on_round=None) -> dict:
     """Escape rates from ``x <= lam_a`` to ``x >= lam_b`` by forward flux sampling (module docstring).
+
+    A point runs a first batch of ``settings.replicas`` replicas; while its relative error
+    is above ``settings.rel_error``, a further batch of as many replicas as the spread so far
+    says are missing (:func:`next_batch`). A point's batches run one after the other, each a
+    chain of stages, so a point that needs four times its first batch waits for two chains,
+    not four.
 
     Parameters
     ----------
@@ -338,16 +351,17 @@ def forward_flux(rounds: Rounds, lam_a, lam_0, lam_b, dt, settings: FluxSettings
     ends = [[] for _ in range(n_points)]
     lambdas = None
     todo = np.arange(n_points)
+    replicas = np.full(n_points, settings.replicas)
     for batch in range(settings.max_batches):
-        flux, configs = _flux(rounds, todo, lam_a, lam_0, lam_b, dt, settings, batch, tick)
+        flux, configs = _flux(rounds, todo, lam_a, lam_0, lam_b, dt, settings, batch, tick, replicas[todo])
         chain = _chain(rounds, todo, configs, lam_0[todo].copy(), lam_a, lam_b, dt, settings, batch, lambdas, tick)
         if lambdas is None:
             lambdas = chain.chosen
         for i, p in enumerate(todo):
-            rates[p].extend(flux[i] * chain.product[i])
+            rates[p].extend(flux[i] * chain.product[i, :replicas[p]])
             ends[p].extend(configs[i])
-        done = np.array([_relative_error(rates[p]) <= settings.rel_error for p in range(n_points)])
-        todo = np.flatnonzero(~done)
+        replicas = np.array([next_batch(r, settings) for r in rates])
+        todo = np.flatnonzero(replicas)
         if todo.size == 0:
             break
     rate = np.array([np.mean(r) for r in rates])
@@ -444,6 +458,35 @@ def splitting(rounds: Rounds, pools, lam_0, lam_b, dt, settings: FluxSettings, *
             "replicas": np.full(n_points, R), "batches": np.array([len(fs) for fs in found]), "resolved": resolved}
 
 
+def next_batch(rates, settings: FluxSettings) -> int:
+    """Replicas of a point's next batch, given the rates of its replicas so far (0: none needed).
+
+    With ``k`` replicas at relative error ``e``, one replica's relative variance is about
+    ``k e**2``, so the target ``settings.rel_error`` needs ``k (e / rel_error)**2`` replicas:
+    the next batch brings `BATCH_SAFETY` times that, less those run, at least
+    ``settings.replicas`` and at most what ``settings.max_batches`` batches of
+    ``settings.replicas`` would hold. A point whose rates are all zero takes the most.
+
+    Parameters
+    ----------
+    rates : sequence of float
+        The rates of the point's replicas so far.
+    settings : FluxSettings
+        Sizes (``replicas``, ``rel_error`` and ``max_batches`` are used).
+
+    Returns
+    -------
+    int
+        Replicas of the next batch.
+    """
+    k, error = len(rates), _relative_error(rates)
+    room = settings.replicas * settings.max_batches - k
+    if error <= settings.rel_error or room <= 0:
+        return 0
+    wanted = math.ceil(BATCH_SAFETY * k * (error / settings.rel_error) ** 2) - k if math.isfinite(error) else room
+    return int(min(max(wanted, settings.replicas), room))
+
+
 def _relative_error(rates) -> float:
     mean = np.mean(rates)
     return np.std(rates, ddof=1) / math.sqrt(len(rates)) / mean if mean > 0 else math.inf
@@ -466,7 +509,7 @@ def _chain(rounds, todo, configs, current, lam_a, lam_b, dt, settings, batch, la
     ``configs`` is replaced by the states at ``lam_b`` (per point and replica). A point still
     short of ``lam_b`` after ``max_stages`` is an error, or with ``give_up`` is left unfinished.
     """
-    R = settings.replicas
+    R = max(len(c) for c in configs)  # a further batch of forward flux sampling: replicas per point
     product, failed, reached = np.ones((len(todo), R)), np.zeros((len(todo), R)), np.zeros((len(todo), R))
     chosen = [[] for _ in todo] if lambdas is None else None
     active = np.ones(len(todo), dtype=bool)
@@ -502,8 +545,11 @@ def _chain(rounds, todo, configs, current, lam_a, lam_b, dt, settings, batch, la
     return _Chain(product, failed, chosen, active)
 
 
-def _flux(rounds, todo, lam_a, lam_0, lam_b, dt, settings, batch, tick):
+def _flux(rounds, todo, lam_a, lam_0, lam_b, dt, settings, batch, tick, replicas=None):
     """Flux through ``lam_0`` per replica, and the crossing states each replica keeps.
+
+    ``replicas`` gives the replicas of each point of ``todo`` (``settings.replicas`` each
+    without it); the fluxes come back per point, an array over its replicas.
 
     Walkers start thermal, cross ``lam_0`` and return to A once unmeasured, then run
     ``cycles`` measured cycles. A walker that reaches ``lam_b`` on its way back restarts
@@ -511,12 +557,13 @@ def _flux(rounds, todo, lam_a, lam_0, lam_b, dt, settings, batch, tick):
     one after the other in one launch (:meth:`Rounds.cycles`): a round per half-cycle waited
     for the slowest walker of every half, the launch waits for the slowest walker's sum.
     """
-    R, W, C = settings.replicas, settings.walkers, settings.cycles
-    per_point = R * W
+    W, C = settings.walkers, settings.cycles
+    replicas = np.full(len(todo), settings.replicas) if replicas is None else np.asarray(replicas, dtype=np.int64)
+    per_point = replicas * W
     walkers = np.repeat(todo, per_point)
     thermal = np.full((1, rounds.width - 1), np.nan)  # every walker's first half-cycle starts thermal
     steps, status, crossings = rounds.cycles(
-        todo, np.full(len(todo), per_point), [thermal] * len(todo),
+        todo, per_point, [thermal] * len(todo),
         np.column_stack([lam_a[todo], lam_0[todo], lam_b[todo]]), np.full(len(todo), trial_id(FLUX, 0, batch, 0)),
         2 * (C + 1), trial_id(FLUX, 1, batch, 0) - trial_id(FLUX, 0, batch, 0))
     tick()
@@ -525,9 +572,9 @@ def _flux(rounds, todo, lam_a, lam_0, lam_b, dt, settings, batch, tick):
     time = np.zeros(walkers.size)
     for half in range(2, 2 * (C + 1)):
         time += steps[:, half] * dt[walkers]
-    flux = (C * W) / time.reshape(len(todo), R, W).sum(axis=2)
-    stacked = crossings.reshape(len(todo), R, W * C, rounds.width - 1)
-    configs = [[stacked[i, r] for r in range(R)] for i in range(len(todo))]
+    bounds = np.cumsum(per_point)[:-1]
+    flux = [(C * W) / t.reshape(r, W).sum(axis=1) for t, r in zip(np.split(time, bounds), replicas)]
+    configs = [list(c.reshape(r, W * C, rounds.width - 1)) for c, r in zip(np.split(crossings, bounds), replicas)]
     return flux, configs
 
 
@@ -572,8 +619,8 @@ def _stage(rounds, todo, live, configs, nxt, lam_a, settings, stage, batch):
     successful and their failed trials (0 where there were none); ``configs`` is replaced by
     the states at ``nxt`` (in trial order).
     """
-    R = settings.replicas
-    owners = [(j, r, int(settings.trials[todo[i]])) for j, i in enumerate(live) for r in range(R)
+    R = max(len(c) for c in configs)  # the columns of the chain's tables
+    owners = [(j, r, int(settings.trials[todo[i]])) for j, i in enumerate(live) for r in range(len(configs[i]))
               if len(configs[i][r])]  # a replica that died out runs no trials
     fractions, succeeded, fell = ([np.zeros(R) for _ in live] for _ in range(3))
     if not owners:

@@ -112,10 +112,57 @@ def test_the_flux_in_one_launch_is_the_flux_of_rounds_half_by_half():
     np.testing.assert_array_equal(flux, reference)
     np.testing.assert_array_equal(np.array(configs), crossings)
     np.testing.assert_array_equal(fused.steps, halves.steps)
-    assert np.all(np.isfinite(crossings)) and np.all(flux > 0)
+    assert np.all(np.isfinite(crossings)) and np.all(np.asarray(flux) > 0)
     # the second point's target is its first interface: every walker's way back ends there and it restarts
     _, status, _ = fused.cycles([1], [4], [np.full((1, 2), np.nan)], [[lam_a[1], lam_0[1], lam_b[1]]], [0], 4, 2**40)
     assert np.all(status[:, 1::2] == REACHED) and np.all(status[:, ::2] == REACHED)
+
+
+def _underdamped_rounds():
+    from gpuensembles.core.templates.rounds import trial_runner
+    from gpuensembles.models.josephson import physics
+
+    run = trial_runner(physics.trial_kernel("underdamped", "float64", "baoab"), "cpu")
+    params = np.array([[1.0, 0.3, 0.5, 0.075, 0.05], [1.0, 0.3, 0.7, 0.09, 0.05]])
+    return ffs.Rounds(run, params, np.array([2, 7], dtype=np.uint32), 5, 3, 10**6)
+
+
+def test_a_replica_is_the_same_in_a_batch_of_any_size():
+    # further batches are sized per point: replica r's walkers and stages must not depend on that size
+    lam_a, lam_0, lam_b, dt = np.array([0.2, 0.15]), np.array([0.5, 0.35]), np.array([0.8, 0.9]), np.full(2, 0.05)
+    settings = ffs.FluxSettings(replicas=3, walkers=4, cycles=2, trials=np.array([40, 40]), pilots=32)
+    todo = np.array([0, 1])
+    runs = {}
+    for sizes in ((3, 3), (1, 3), (3, 2)):
+        rounds = _underdamped_rounds()
+        flux, configs = ffs._flux(rounds, todo, lam_a, lam_0, lam_b, dt, settings, 1, lambda: None, np.array(sizes))
+        assert [len(f) for f in flux] == [len(c) for c in configs] == list(sizes)
+        chain = ffs._chain(rounds, todo, configs, lam_0.copy(), lam_a, lam_b, dt, settings, 1,
+                           [[0.6, 0.8], [0.5, 0.7, 0.9]], lambda: None)
+        runs[sizes] = [(f, chain.product[i, :n]) for i, (f, n) in enumerate(zip(flux, sizes))]
+    full = runs[(3, 3)]
+    assert all(np.all(f > 0) for f, _ in full) and np.any(full[0][1] > 0) and np.any(full[1][1] > 0)
+    for sizes, found in runs.items():
+        for (flux, product), (all_flux, all_product), n in zip(found, full, sizes):
+            np.testing.assert_array_equal(flux, all_flux[:n])
+            np.testing.assert_array_equal(product, all_product[:n])
+
+
+@pytest.mark.parametrize(("spread", "expected"), [
+    (0.0, 0),  # the target is met: no further batch
+    (0.045, 16),  # a little short: the fewest a batch holds
+    (0.064, 52 - 16),  # short by (0.016 / 0.01)^2 = 2.56: 1.25 x 2.56 x 16 = 51.2 replicas wanted
+    (0.5, 48),  # far short: what is left of 4 batches
+])
+def test_a_further_batch_is_sized_from_the_spread_so_far(spread, expected):
+    settings = ffs.FluxSettings(replicas=16, rel_error=0.01, max_batches=4)
+    # 16 rates of relative spread `spread` about 1 (sample standard deviation exactly `spread`)
+    z = np.resize([1.0, -1.0], 16)
+    rates = 1.0 + spread * z / np.std(z, ddof=1)
+    assert ffs._relative_error(rates) == pytest.approx(spread / 4)
+    assert ffs.next_batch(rates, settings) == expected
+    assert ffs.next_batch(np.zeros(16), settings) == 48  # rates all zero: the most
+    assert ffs.next_batch(np.ones(64) + np.resize([0.5, -0.5], 64), settings) == 0  # no room left
 
 
 def test_a_flux_walker_out_of_steps_is_an_error():

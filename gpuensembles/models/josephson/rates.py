@@ -57,6 +57,9 @@ _VARIABLES = ("rate", "rate_stderr", "steps", "interfaces", "replicas", "run_pro
 #: sampling's stages stay below ``ffs.MAX_STAGES``), and most stages of such a chain: a point
 #: whose probability lies below about ``P_TARGET ** RUN_MAX_STAGES`` (1e-21) is left unresolved.
 RUN_FIRST_STAGE, RUN_MAX_STAGES = 512, 40
+#: Basin walkers per forward-flux replica at most (9 cycles of the well each, 290 bytes of host
+#: memory): rel_error 0.003, the smallest allowed, asks for 4,167.
+MAX_WALKERS = 4096
 #: Replicas of a run-probability chain (pools of escaped states).
 RUN_REPLICAS = 16
 #: Tasks per worker of a pass on a cluster (:func:`_spread`): one for each of a worker's two threads,
@@ -130,9 +133,9 @@ def escape_rates(
         direct below 6, FFS above (decided per point; the choice is in ``method``).
     rel_error : float, in [0.003, 0.5]
         Target relative standard error. Direct runs ``ceil(1.2 / rel_error**2)``
-        realizations; FFS adds batches of 16 replicas (up to 4) until the replicas'
-        spread meets it. ``rate_stderr`` is what was achieved. With ``criterion="voltage"``
-        the run probability is measured to it too.
+        realizations; FFS runs 16 replicas, then a batch of the replicas their spread says
+        are missing (64 at most in all) until it is met. ``rate_stderr`` is what was
+        achieved. With ``criterion="voltage"`` the run probability is measured to it too.
     criterion : {"escape", "voltage"}
         ``"voltage"`` (underdamped model only) also measures the probability that an escape
         ends in the running state (``running_wells`` wells advanced before the particle
@@ -443,8 +446,11 @@ def _flux_settings(rel_error, table) -> ffs.FluxSettings:
     replicas = ffs.FluxSettings.replicas
     total = 2.0 * stages * (1 - P_TARGET) / P_TARGET / rel_error**2
     trials = np.maximum(64, np.ceil(total / replicas)).astype(np.int64)
-    # the flux and the interface placement need far fewer trials than the stages
-    walkers = int(np.clip(math.ceil(0.6 / rel_error**2 / replicas), 16, 64))
+    # a replica's flux varies by about 1 / (walkers x cycles) (relative variance; the cycle
+    # times' is 0.6-0.9 in the Li junction, an overdamped and two underdamped wells): these
+    # walkers take about a fifth of a replica's share, 16 rel_error**2, and cost little beside the
+    # stages (capped at 64, the flux alone took that whole share at rel_error 0.01)
+    walkers = int(np.clip(math.ceil(0.6 / rel_error**2 / replicas), 16, MAX_WALKERS))
     pilots = int(np.clip(math.ceil(10.0 / rel_error**2), 256, 1024))
     return ffs.FluxSettings(trials=trials, walkers=walkers, pilots=pilots, rel_error=rel_error, p_target=P_TARGET)
 
