@@ -179,6 +179,35 @@ def test_simulated_fit_recovers_a_thermal_junction_and_adds_the_simulations_erro
     assert simulated.attrs["model"] == "simulated" and float(simulated.p_value) > 1e-3
 
 
+def test_goodness_of_fit_counts_a_simulated_tables_own_noise():
+    """A table of the true rate with the noise of ``rel_error=0.3``, read at the truth: a correct model.
+
+    Pearson's chi-square reads the table's noise as a misfit; with the expected counts' covariance
+    over the table redrawn within its errors beside their Poisson variance, the p-values of data
+    drawn from the truth are uniform.
+    """
+    from scipy import stats
+
+    from gpuensembles.models.josephson import fitting, simulated_model
+
+    gamma = np.linspace(0.6, 0.97, simulated_model.TABLE_BIASES)
+    thetas = THETA * np.asarray(simulated_model.TABLE_THETAS)
+    exact = np.stack([likelihood.thermal_log_rate(gamma, V0=V0, damping=DAMPING, theta=t) for t in thetas])
+    truth = dict(Ic=1.0, theta=THETA)
+    with_noise, pearson = [], []
+    for seed in range(12):
+        data = likelihood.Histogram(draw(thermal, 2000, seed=200 + seed), None, None, 0, GAMMA_DOT, V0)
+        rng = np.random.default_rng(seed)
+        table = simulated_model._model(gamma, thetas, exact + 0.3 * rng.standard_normal(exact.shape),
+                                       np.full(exact.shape, 0.3), 1.0, DAMPING)
+        redrawn = [(table.resample(rng), truth) for _ in range(fitting.RESAMPLES)]
+        with_noise.append(fitting._chi_square(table, data, truth, 0, redrawn)[2])
+        pearson.append(fitting._chi_square(table, data, truth, 0)[2])
+    assert sum(p < 1e-3 for p in pearson) >= 10  # the case means something: Pearson's alone rejects the truth
+    assert sum(p < 0.01 for p in with_noise) <= 1  # uniform p: two or more of 12 below 0.01 has chance 0.6%
+    assert stats.kstest(with_noise, "uniform").pvalue > 1e-3
+
+
 def test_simulated_fit_recentres_its_table_on_the_critical_current_it_finds(monkeypatch):
     """A table holds the Q of its centre: a maximum found off it is fitted again on a table centred there.
 

@@ -147,8 +147,14 @@ def _start(data: likelihood.Histogram, damping, Ic=None):
     return {"Ic": c, "theta": theta, "damping": damping}
 
 
-def _chi_square(model, data: likelihood.Histogram, values, fitted):
-    """``(chi2, dof, p)``: Pearson's chi-square of the data against the fitted switching distribution."""
+def _chi_square(model, data: likelihood.Histogram, values, fitted, redrawn=()):
+    """``(chi2, dof, p)``: Pearson's chi-square of the data against the fitted switching distribution.
+
+    ``redrawn`` holds ``(rate model, values)`` pairs: the model redrawn within its own errors and
+    fitted again (:func:`_redrawn`). The expected counts then carry their covariance over these
+    fits beside the counts' Poisson variance, ``chi2 = d (diag(E) + C)^-1 d``, which is Pearson's
+    without them: a simulated table's noise is not read as a misfit of the data.
+    """
     from scipy import stats
 
     total = data.events + data.unswitched
@@ -163,26 +169,38 @@ def _chi_square(model, data: likelihood.Histogram, values, fitted):
         edges, observed = data.edges, data.counts.astype(float)
     cdf = likelihood.model_cdf(model, data, values, edges)
     expected = total * np.diff(cdf)
-    observed, expected = _merged(observed, expected)
-    chi2 = float(np.sum((observed - expected) ** 2 / expected))
+    groups = _groups(expected)
+    observed, expected = _merged(observed, groups), _merged(expected, groups)
+    covariance = np.diag(expected)
+    if len(redrawn) > 1 and expected.size:
+        counts = [_merged(total * np.diff(likelihood.model_cdf(m, data, v, edges)), groups) for m, v in redrawn]
+        covariance = covariance + np.atleast_2d(np.cov(np.array(counts), rowvar=False))
+    d = observed - expected
+    chi2 = float(d @ np.linalg.solve(covariance, d)) if expected.size else 0.0
     dof = observed.size - 1 - fitted
     return chi2, dof, float(stats.chi2.sf(chi2, dof)) if dof > 0 else math.nan
 
 
-def _merged(observed, expected):
-    """Adjacent bins merged until each expects at least `MIN_EXPECTED` events."""
-    obs, exp = [], []
-    o = e = 0.0
-    for a, b in zip(observed, expected):
-        o, e = o + a, e + b
+def _groups(expected) -> list:
+    """``(start, stop)`` of adjacent bins merged until each group expects at least `MIN_EXPECTED` events.
+
+    Bins after the last full group join it (if they expect anything; bins that expect nothing
+    past the last group are left out).
+    """
+    groups, first, e = [], 0, 0.0
+    for i, b in enumerate(expected):
+        e += b
         if e >= MIN_EXPECTED:
-            obs.append(o)
-            exp.append(e)
-            o = e = 0.0
-    if e > 0 and exp:
-        obs[-1] += o
-        exp[-1] += e
-    return np.asarray(obs), np.asarray(exp)
+            groups.append((first, i + 1))
+            first, e = i + 1, 0.0
+    if e > 0 and groups:
+        groups[-1] = (groups[-1][0], len(expected))
+    return groups
+
+
+def _merged(counts, groups) -> np.ndarray:
+    """The sums of ``counts`` over the bins of each of ``groups`` (:func:`_groups`)."""
+    return np.array([np.sum(counts[a:b]) for a, b in groups], dtype=float)
 
 
 def _equivalent_theta(log_rate, gamma, V0, damping):
@@ -284,8 +302,9 @@ def fit_switching(data=None, sweep_rate=None, *, model="thermal", units="1", V0=
         Over ``temperature`` (when given): ``Ic``, ``T_esc``, ``Q`` (zero-bias quality factor
         ``sqrt(V0) / damping``), each with ``_stderr``; ``correlation`` of the fitted parameters;
         ``T_star`` (crossover at the mean switching current) with its error; ``log_likelihood``,
-        ``chi2``, ``dof``, ``p_value``, ``events``; and over ``current`` the fitted
-        ``model_cdf`` beside the data's ``empirical_cdf``.
+        ``chi2``, ``dof``, ``p_value`` (Pearson's; a simulated table's own errors counted
+        beside the data's), ``events``; and over ``current`` the fitted ``model_cdf`` beside
+        the data's ``empirical_cdf``.
 
     Raises
     ------
@@ -395,12 +414,18 @@ CENTRED = 0.5
 RESAMPLES = 24
 
 
-def _model_covariance(rate_model, data, values, seed):
-    """Covariance of the fit coordinates over rate models redrawn within their errors (parametric bootstrap)."""
+def _redrawn(rate_model, data, values, seed) -> list:
+    """`RESAMPLES` rate models redrawn within their errors, each with its maximum (parametric bootstrap).
+
+    Returns
+    -------
+    list
+        ``(rate model, maximize's tuple)`` pairs: the spread of their fit coordinates is the
+        error the model's own errors add, and of their fitted counts the goodness of fit's.
+    """
     generator = np.random.default_rng(np.random.SeedSequence([seed, 38]))
-    refits = [likelihood.maximize(rate_model.resample(generator), data, values, curvature=False)[1]
-              for _ in range(RESAMPLES)]
-    return np.cov(np.asarray(refits), rowvar=False)
+    drawn = [rate_model.resample(generator) for _ in range(RESAMPLES)]
+    return [(model, likelihood.maximize(model, data, values, curvature=False)) for model in drawn]
 
 
 def _analytic_start(o: _Options, conv, data):
@@ -479,9 +504,11 @@ def _fit_one(o: _Options, conv, data):
         if _off_centre(rate_model, found, start, data):  # its table holds another Q: again, centred on it
             rate_model, start, found = _settled(o, conv, data, found[0], o.seed + 2, centre=True)
         values, q, covariance, nll = found
-    if rate_model.resample is not None:
-        covariance = covariance + _model_covariance(rate_model, data, values, o.seed)
-    chi2, dof, p_value = _chi_square(rate_model, data, values, len(rate_model.names))
+    redrawn = [] if rate_model.resample is None else _redrawn(rate_model, data, values, o.seed)
+    if redrawn:
+        covariance = covariance + np.cov(np.array([fit[1] for _, fit in redrawn]), rowvar=False)
+    chi2, dof, p_value = _chi_square(rate_model, data, values, len(rate_model.names),
+                                     [(model, fit[0]) for model, fit in redrawn])
     mean = float(np.mean(data.samples)) if data.samples is not None else float(
         np.sum(data.counts * 0.5 * (data.edges[1:] + data.edges[:-1])) / data.counts.sum())
 
