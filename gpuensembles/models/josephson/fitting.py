@@ -172,8 +172,9 @@ def _chi_square(model, data: likelihood.Histogram, values, fitted, redrawn=()):
     groups = _groups(expected)
     observed, expected = _merged(observed, groups), _merged(expected, groups)
     covariance = np.diag(expected)
-    if len(redrawn) > 1 and expected.size:
-        counts = [_merged(total * np.diff(likelihood.model_cdf(m, data, v, edges)), groups) for m, v in redrawn]
+    counts = [_merged(total * np.diff(likelihood.model_cdf(m, data, v, edges)), groups) for m, v in redrawn]
+    counts = [c for c in counts if np.all(np.isfinite(c))]  # a redrawn table whose fit left its reach
+    if len(counts) > 1 and expected.size:
         covariance = covariance + np.atleast_2d(np.cov(np.array(counts), rowvar=False))
     d = observed - expected
     chi2 = float(d @ np.linalg.solve(covariance, d)) if expected.size else 0.0
