@@ -96,17 +96,22 @@ def _flux_half_by_half(rounds, todo, lam_a, lam_0, lam_b, dt, settings, batch):
     return flux, np.stack(crossings, axis=1).reshape(len(todo), R, W * C, rounds.width - 1)
 
 
-def test_the_flux_in_one_launch_is_the_flux_of_rounds_half_by_half():
-    # walkers of two points (one hot enough that some escape on their way back and restart thermal)
+def _underdamped_rounds():
+    """Rounds of the underdamped BAOAB trials on the CPU at two points (streams 2 and 7, seed 5)."""
     from gpuensembles.core.templates.rounds import trial_runner
     from gpuensembles.models.josephson import physics
 
     run = trial_runner(physics.trial_kernel("underdamped", "float64", "baoab"), "cpu")
     params = np.array([[1.0, 0.3, 0.5, 0.075, 0.05], [1.0, 0.3, 0.7, 0.09, 0.05]])
+    return ffs.Rounds(run, params, np.array([2, 7], dtype=np.uint32), 5, 3, 10**6)
+
+
+def test_the_flux_in_one_launch_is_the_flux_of_rounds_half_by_half():
+    # walkers of two points (one hot enough that some escape on their way back and restart thermal)
     lam_a, lam_0, lam_b = np.array([0.2, 0.15]), np.array([0.5, 0.35]), np.array([0.8, 0.35])
     settings = ffs.FluxSettings(replicas=3, walkers=5, cycles=4)
-    todo, dt = np.array([1, 0]), params[:, 4]
-    fused, halves = (ffs.Rounds(run, params, np.array([2, 7], dtype=np.uint32), 5, 3, 10**6) for _ in range(2))
+    fused, halves = _underdamped_rounds(), _underdamped_rounds()
+    todo, dt = np.array([1, 0]), fused.table[:, 4]
     flux, configs = ffs._flux(fused, todo, lam_a, lam_0, lam_b, dt, settings, 2, lambda: None)
     reference, crossings = _flux_half_by_half(halves, todo, lam_a, lam_0, lam_b, dt, settings, 2)
     np.testing.assert_array_equal(flux, reference)
@@ -116,15 +121,6 @@ def test_the_flux_in_one_launch_is_the_flux_of_rounds_half_by_half():
     # the second point's target is its first interface: every walker's way back ends there and it restarts
     _, status, _ = fused.cycles([1], [4], [np.full((1, 2), np.nan)], [[lam_a[1], lam_0[1], lam_b[1]]], [0], 4, 2**40)
     assert np.all(status[:, 1::2] == REACHED) and np.all(status[:, ::2] == REACHED)
-
-
-def _underdamped_rounds():
-    from gpuensembles.core.templates.rounds import trial_runner
-    from gpuensembles.models.josephson import physics
-
-    run = trial_runner(physics.trial_kernel("underdamped", "float64", "baoab"), "cpu")
-    params = np.array([[1.0, 0.3, 0.5, 0.075, 0.05], [1.0, 0.3, 0.7, 0.09, 0.05]])
-    return ffs.Rounds(run, params, np.array([2, 7], dtype=np.uint32), 5, 3, 10**6)
 
 
 def test_a_replica_is_the_same_in_a_batch_of_any_size():
