@@ -47,6 +47,41 @@ def trial_round(backend, sizes=(12, 5, 24)):
     return [_run(run, params, _first(segments, m), 7, 2000, 3) for m in sizes]
 
 
+def pruned_round(backend):
+    """A kept round whose falling trials are pruned at three levels: totals, kept states (copies included), steps."""
+    from gpuensembles.core.ffs import Rounds
+    from gpuensembles.core.templates.rounds import trial_runner
+    from gpuensembles.models.josephson import physics
+
+    run = trial_runner(physics.trial_kernel("underdamped", "float64", "euler"), backend)
+    params = np.array([[1.0, 0.3, 0.5, 0.3, 0.01], [1.0, 1.0, 0.2, 0.5, 0.02]])
+    rounds = Rounds(run, params, np.array([2, 5], dtype=np.uint32), 13, 3, 10**6)
+    # from 0.42 above the well bottom (row 1) and from the thermal state (row 0), to 1.0 and 0.5
+    totals, kept = rounds.kept([1, 0], [96, 32], [np.array([[1.2, 0.1]]), np.array([[np.nan, np.nan]])],
+                               [0.05, 0.02], [1.0, 0.5], [2**40, 2**41], [[0.35, 0.25, 0.15], [0.04]])
+    return {"totals": totals.tolist(), "kept": np.asarray(kept).tolist(), "steps": rounds.steps.tolist()}
+
+
+def weighted_successes(backend, ladder, first_id, n):
+    """``n`` trials from 0.42 above the well bottom to 0.8 or back to 0.05, pruned at ``ladder``.
+
+    Returns per trial its count among the successes (``2**levels``, 0 for a failure), its
+    steps and the pruning levels it survived.
+    """
+    from gpuensembles.core.ffs import Rounds
+    from gpuensembles.core.templates.rounds import REACHED, trial_runner
+    from gpuensembles.models.josephson import physics
+
+    run = trial_runner(physics.trial_kernel("underdamped", "float64", "euler"), backend)
+    params = np.array([[1.0, 1.0, 0.2, 0.5, 0.02]])
+    rounds = Rounds(run, params, np.array([8], dtype=np.uint32), 11, 3, 10**6)
+    _, _, (segments, windows, pool) = rounds._round([0], [n], [np.array([[1.2, 0.1]])], [0.05], [0.8], [first_id],
+                                                    [ladder])
+    steps, status, ends, levels = np.empty(n, np.int64), np.empty(n, np.int8), np.empty((n, 3)), np.empty(n, np.int8)
+    run(params, segments, windows, pool, 11, 10**6, steps, status, ends, levels)
+    return np.where(status == REACHED, 2.0 ** levels, 0.0), steps, levels
+
+
 def run_round(backend):
     """One round of the running state's trials: escaped states that run three more wells, and ones that relax."""
     from gpuensembles.core.templates.rounds import trial_runner

@@ -28,7 +28,7 @@ from gpuensembles.core.templates import coupled, walks  # noqa: E402
 from gpuensembles.models.ising import bands  # noqa: E402
 from gpuensembles.models.ising import kernels as lattices  # noqa: E402
 from gpuensembles.models.ising import run as ising_model  # noqa: E402
-from tests.round_case import flux_chain, run_round, trial_round  # noqa: E402
+from tests.round_case import flux_chain, pruned_round, run_round, trial_round  # noqa: E402
 from tests.simulator_fixes import lock_shared_allocations  # noqa: E402
 
 lock_shared_allocations()  # (the simulator's shared arrays are not shared in a race: see simulator_fixes)
@@ -217,6 +217,7 @@ def trials_in_threads():
 if __name__ == "__main__":
     runs = {"xorsat": xorsat, "trials": lambda: trial_round("cuda"), "trials-threads": trials_in_threads,
             "run-trials": lambda: run_round("cuda"), "flux-chain": lambda: flux_chain("cuda"),
+            "pruned-trials": lambda: pruned_round("cuda"),
             "rates": lambda: rates(CASES["rates"]), "kuramoto-variants": kuramoto_variants,
             "switching-voltage": lambda: ramp("switching_currents", "switching_voltage"),
             "retrapping": lambda: ramp("retrapping_currents", "retrapping")}

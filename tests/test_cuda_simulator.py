@@ -8,7 +8,7 @@ import gpuensembles as ge
 from gpuensembles.core import rng
 from gpuensembles.core.templates import coupled
 from gpuensembles.models.ising import run as ising_model
-from tests.round_case import flux_chain, run_round, trial_round
+from tests.round_case import flux_chain, pruned_round, run_round, trial_round
 
 
 def test_simulator_draws_equal_cpu_draws_bit_for_bit(simulated):
@@ -139,6 +139,15 @@ def test_simulator_trials_equal_cpu_bit_for_bit(simulated):
     assert simulated["trials-threads"] == [cpu, cpu]
 
 
+def test_simulator_pruned_trials_equal_cpu_bit_for_bit(simulated):
+    # a kept round pruned at three levels: the device counts a success surviving m of them 2**m times
+    # and keeps its state as often, in trial order
+    cpu = pruned_round("cpu")
+    reached = sum(row[0] for row in cpu["totals"])
+    assert reached == len(cpu["kept"]) > len(np.unique(cpu["kept"], axis=0))  # some states kept more than once
+    assert simulated["pruned-trials"] == cpu
+
+
 def test_simulator_run_trials_equal_cpu(simulated):
     # escaped states that reach the running state and ones that relax into a well, two parameter rows:
     # the same steps and outcomes; the end states to rounding (the CPU build may fuse multiply-adds,
@@ -196,7 +205,8 @@ LAUNCH_SITES |= {f"ising-{path}": {"ising"} for path in ISING_PATHS}
 
 def test_every_simulated_public_run_is_checked_for_launches(simulated):
     # the bare trials runners are not public runs
-    assert set(simulated["launches"]) == set(LAUNCH_SITES) | {"trials", "trials-threads", "run-trials", "flux-chain"}
+    assert set(simulated["launches"]) == set(LAUNCH_SITES) | {"trials", "trials-threads", "run-trials", "flux-chain",
+                                                              "pruned-trials"}
 
 
 @pytest.mark.parametrize("run", sorted(LAUNCH_SITES))

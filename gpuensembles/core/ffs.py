@@ -20,6 +20,12 @@ unbiased). Errors come from independent replicas (each with its own flux run and
 its own chain of stages, sharing the interfaces): the spread of the replica rates
 includes the correlations that branching from shared starting states brings, which the
 binomial formula misses.
+
+A stage's failures may be pruned (``FluxSettings.prune_levels``): a trial that falls back
+through one of the interfaces below its start ends there with probability 1/2, and a survivor
+counts twice from then on (:mod:`gpuensembles.core.templates.rounds`). Every stage's expected
+success count, and so the rate, stays what it was; the stage costs a fraction of its steps
+(a failure's fall back into the basin was most of them).
 """
 
 import math
@@ -31,6 +37,7 @@ from .templates.rounds import (
     ALL_STEPS,
     CENSORED,
     CENSORED_COUNT,
+    MAX_PRUNE_LEVELS,
     REACHED,
     REACHED_COUNT,
     REACHED_STEPS,
@@ -62,7 +69,8 @@ def trial_id(kind: int, stage: int, batch: int, index):
     Returns
     -------
     int64 or ndarray of int64
-        The 64-bit Philox counter of the trial (below 2**63).
+        The 64-bit Philox counter of the trial: below 2**60 for batches below 4095, which
+        the rounds template's pruning needs (a survivor's further legs add multiples of 2**60).
     """
     code = 1 + kind + 4 * (stage + 1024 * batch)
     return (np.int64(code) << np.int64(_INDEX_BITS)) + np.asarray(index, dtype=np.int64)
@@ -124,8 +132,12 @@ class Rounds:
             np.add.at(self.steps, points[ran], np.add.reduceat(steps, (np.cumsum(counts) - counts)[ran]))
         return steps, status, ends
 
-    def kept(self, points, counts, pools, lo, hi, first_ids):
+    def kept(self, points, counts, pools, lo, hi, first_ids, ladders=None):
         """Run one round as :meth:`__call__` does; return only its totals and the states that reached ``hi``.
+
+        ``ladders[k]``, if given, are segment ``k``'s pruning levels (falling, each above
+        ``lo[k]``; see :mod:`gpuensembles.core.templates.rounds`): a trial that reached ``hi``
+        after surviving ``m`` of them counts ``2**m`` times in the totals and among the states.
 
         Returns
         -------
@@ -138,7 +150,7 @@ class Rounds:
             later rounds take as pools where they lie. The device reduces a round so (a stage
             of tens of millions of trials would otherwise cost the host more than the kernel).
         """
-        points, counts, round_ = self._round(points, counts, pools, lo, hi, first_ids)
+        points, counts, round_ = self._round(points, counts, pools, lo, hi, first_ids, ladders)
         totals, kept = self.run.kept(self.table, *round_, self.seed, self.max_steps, self.width)
         np.add.at(self.steps, points, totals[:, ALL_STEPS])
         return totals, kept
@@ -170,7 +182,7 @@ class Rounds:
             np.add.at(self.steps, points[ran], np.add.reduceat(steps.sum(axis=1), (np.cumsum(counts) - counts)[ran]))
         return steps, status, crossings
 
-    def _round(self, points, counts, pools, lo, hi, first_ids):
+    def _round(self, points, counts, pools, lo, hi, first_ids, ladders=None):
         """``(points, counts, (segments, windows, pool))``: the round's tables for the runner."""
         points, counts = np.asarray(points, dtype=np.int64), np.asarray(counts, dtype=np.int64)
         sizes = np.array([len(pool) for pool in pools], dtype=np.int64)
@@ -183,6 +195,13 @@ class Rounds:
                                     np.asarray(first_ids, dtype=np.int64), firsts,
                                     sizes]).astype(np.int64, copy=False).reshape(-1, 7)
         windows = np.column_stack([np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)])
+        if ladders is not None and any(len(ladder) for ladder in ladders):
+            if max(len(ladder) for ladder in ladders) > MAX_PRUNE_LEVELS:
+                raise ValueError(f"a segment may have {MAX_PRUNE_LEVELS} pruning levels at most")
+            rungs = np.full((len(points), max(len(ladder) for ladder in ladders)), -np.inf)
+            for k, ladder in enumerate(ladders):
+                rungs[k, :len(ladder)] = ladder
+            windows = np.hstack([windows, rungs])
         return points, counts, (segments, windows, pool)
 
 
@@ -297,6 +316,10 @@ class FluxSettings:
         Relative standard error after which a point needs no further batch.
     max_batches : int
         Batches of replicas at most; a point runs ``replicas * max_batches`` replicas at most.
+    prune_levels : int
+        Interfaces below a stage's start (the nearest ones) at which its falling trials are
+        pruned (module docstring); 0 prunes none. A stage's success count and mean success time
+        keep their expectation, not its failures' durations.
     """
 
     replicas: int = 16
@@ -307,6 +330,7 @@ class FluxSettings:
     p_target: float = 0.3
     rel_error: float = 0.03
     max_batches: int = 4
+    prune_levels: int = 0
 
 
 #: A further batch of forward flux sampling is sized for this many times the replicas its
@@ -426,6 +450,7 @@ def splitting(rounds: Rounds, pools, lam_0, lam_b, dt, settings: FluxSettings, *
         raise ValueError(f"stages {first_stage} to {first_stage + max_stages} exceed the 1024 of the trial ids")
     tick = on_round or (lambda: None)
     R = min(len(pool) for pool in pools) if n_points else 0
+    # no pruning: the failures' durations are measured
     settings = FluxSettings(replicas=R, trials=settings.trials, pilots=settings.pilots, p_target=settings.p_target,
                             rel_error=settings.rel_error, max_batches=settings.max_batches)
     found = [[] for _ in range(n_points)]  # per point and batch: (probability, failed-time weight) per replica
@@ -512,6 +537,7 @@ def _chain(rounds, todo, configs, current, lam_a, lam_b, dt, settings, batch, la
     R = max(len(c) for c in configs)  # a further batch of forward flux sampling: replicas per point
     product, failed, reached = np.ones((len(todo), R)), np.zeros((len(todo), R)), np.zeros((len(todo), R))
     chosen = [[] for _ in todo] if lambdas is None else None
+    passed = [[level] for level in current]  # the interfaces each point's states have crossed, the last its current
     active = np.ones(len(todo), dtype=bool)
     for stage in range(max_stages):
         if not active.any():
@@ -522,8 +548,9 @@ def _chain(rounds, todo, configs, current, lam_a, lam_b, dt, settings, batch, la
             tick()
         else:
             nxt = np.array([lambdas[todo[i]][stage] for i in live])
+        ladders = [passed[i][-2::-1][:settings.prune_levels] for i in live]  # the nearest below, falling
         fractions, succeeded, fell = _stage(rounds, todo, live, configs, nxt, lam_a, settings, first_stage + stage,
-                                            batch)
+                                            batch, ladders)
         tick()
         for j, i in enumerate(live):
             step = dt[todo[i]]
@@ -531,6 +558,7 @@ def _chain(rounds, todo, configs, current, lam_a, lam_b, dt, settings, batch, la
             reached[i] += step * succeeded[j]
             product[i] *= fractions[j]
             current[i] = nxt[j]
+            passed[i].append(nxt[j])
             if chosen is not None:
                 chosen[i].append(nxt[j])
             if nxt[j] >= lam_b[todo[i]]:
@@ -612,12 +640,13 @@ def _leading_rows(pools, n: int):
     return np.concatenate(host_rows(taken))
 
 
-def _stage(rounds, todo, live, configs, nxt, lam_a, settings, stage, batch):
+def _stage(rounds, todo, live, configs, nxt, lam_a, settings, stage, batch, ladders):
     """Trials from each replica's states at the current interface to ``nxt``; keeps the successes.
 
-    Returns, per live point, the replicas' success fractions and the mean steps of their
-    successful and their failed trials (0 where there were none); ``configs`` is replaced by
-    the states at ``nxt`` (in trial order).
+    ``ladders`` are each live point's pruning levels. Returns, per live point, the replicas'
+    success fractions and the mean steps of their successful and their failed trials (0 where
+    there were none; with pruning, the successes counted with their weights); ``configs`` is
+    replaced by the states at ``nxt`` (in trial order).
     """
     R = max(len(c) for c in configs)  # the columns of the chain's tables
     owners = [(j, r, int(settings.trials[todo[i]])) for j, i in enumerate(live) for r in range(len(configs[i]))
@@ -628,7 +657,8 @@ def _stage(rounds, todo, live, configs, nxt, lam_a, settings, stage, batch):
     points = np.array([todo[live[j]] for j, _, _ in owners], dtype=np.int64)
     totals, kept = rounds.kept(points, [n for _, _, n in owners], [configs[live[j]][r] for j, r, _ in owners],
                                lam_a[points], [nxt[j] for j, _, _ in owners],
-                               [trial_id(STAGE, stage, batch, r * n) for _, r, n in owners])
+                               [trial_id(STAGE, stage, batch, r * n) for _, r, n in owners],
+                               [ladders[j] for j, _, _ in owners])
     if np.any(totals[:, CENSORED_COUNT]):
         raise RuntimeError("a trial between interfaces ran out of steps")
     # the sums of integer steps are exact, so the means are those of the trials' steps one by one

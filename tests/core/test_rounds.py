@@ -6,6 +6,7 @@ import pytest
 from gpuensembles.core import ffs
 from gpuensembles.core.templates.rounds import CENSORED, REACHED, RETURNED, trial_runner
 from gpuensembles.models.josephson import physics
+from tests.round_case import weighted_successes
 
 PARAMS = np.array([[1.0, 0.3, 0.5, 0.3, 0.01], [1.0, 1.0, 0.2, 0.5, 0.02]])
 
@@ -63,3 +64,35 @@ def test_empty_segments_run_nothing_and_an_empty_pool_is_refused():
     assert rounds([], [], [], [], [], [])[0].shape == (0,)
     with pytest.raises(ValueError, match="at least one start state"):
         rounds([0], [2], [np.zeros((0, 2))], [0.1], [0.5], [0])
+
+
+def test_pruned_trials_keep_the_expected_successes_at_a_fraction_of_the_steps():
+    # trials from 0.42 above the well bottom (row 1) to 0.8, falling back to 0.05; pruned at 0.35, 0.25
+    # and 0.15 against not pruned, other ids: the weighted success counts have the same mean (to 4
+    # standard errors of the two samples), and the failures' falls are cut. A survivor must go on with
+    # fresh draws: going on with those of its block again (as a model's state would) biased the
+    # successes up by 3-5 standard errors of rounds this size
+    n = 100_000
+    pruned, cut, levels = weighted_successes("cpu", [0.35, 0.25, 0.15], 2**40, n)
+    plain, full, none = weighted_successes("cpu", [], 2**41, n)
+    assert not none.any() and set(np.unique(plain)) == {0.0, 1.0}
+    assert levels.max() == 3 and np.any((pruned > 1) & (levels > 0))  # survivors that still reached hi count more
+    error = np.hypot(pruned.std(), plain.std()) / np.sqrt(n)
+    assert abs(pruned.mean() - plain.mean()) <= 4 * error
+    assert cut.sum() < 0.8 * full.sum()
+
+
+def test_pruned_rounds_keep_each_success_as_often_as_it_counts():
+    ladder, n = [0.35, 0.25, 0.15], 4000
+    counts, _, _ = weighted_successes("cpu", ladder, 2**40, n)
+    rounds = _rounds()
+    totals, kept = rounds.kept([1], [n], [np.array([[1.2, 0.1]])], [0.05], [0.8], [2**40], [ladder])
+    assert totals[0, 0] == counts.sum() and len(kept) == counts.sum()
+    assert len(np.unique(kept, axis=0)) == np.count_nonzero(counts) < len(kept)  # copies, one after the other
+    with pytest.raises(ValueError, match="needs a levels output"):
+        _, _, (segments, windows, pool) = rounds._round([1], [4], [np.array([[1.2, 0.1]])], [0.05], [0.8], [0],
+                                                        [ladder])
+        rounds.run(PARAMS, segments, windows, pool, 11, 100, np.empty(4, np.int64), np.empty(4, np.int8),
+                   np.empty((4, 3)))
+    with pytest.raises(ValueError, match="6 pruning levels at most"):
+        rounds.kept([1], [4], [np.array([[1.2, 0.1]])], [0.05], [0.8], [0], [np.linspace(0.4, 0.1, 7)])

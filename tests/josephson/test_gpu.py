@@ -245,3 +245,18 @@ def test_gpu_run_probability_agrees_with_cpu():
     for name in ("run_probability", "switching_rate"):
         z = z_score(gpu[name].values, gpu[f"{name}_stderr"].values, cpu[name].values, cpu[f"{name}_stderr"].values)
         assert np.all(np.abs(z) < 4), (name, z)
+
+
+def test_gpu_pruned_trials_keep_the_expected_successes_and_each_state_as_often():
+    # pruned at three levels against not pruned, on the device: the same mean weighted success (to 4
+    # standard errors of the two samples), and the device's kept states repeated as the totals count them
+    from tests.round_case import pruned_round, weighted_successes
+
+    n = 200_000
+    pruned, cut, levels = weighted_successes("cuda", [0.35, 0.25, 0.15], 2**40, n)
+    plain, full, _ = weighted_successes("cuda", [], 2**41, n)
+    assert levels.max() == 3 and np.any(pruned > 1)
+    assert abs(pruned.mean() - plain.mean()) <= 4 * np.hypot(pruned.std(), plain.std()) / np.sqrt(n)
+    assert cut.sum() < 0.8 * full.sum()
+    kept = pruned_round("cuda")
+    assert sum(row[0] for row in kept["totals"]) == len(kept["kept"]) > len(np.unique(kept["kept"], axis=0))

@@ -19,13 +19,22 @@ Li junction's rates to 1%).
 A round whose trials' steps and end states are not all needed (a stage of forward flux
 sampling: its success count and step sums per segment, and the end states of its successes)
 can be run by ``run.kept``, which reduces on the device: the host then copies and handles a
-few numbers per segment and the successes' states, not 33 bytes a trial. On a GPU those states
+few numbers per segment and the successes' states, not 34 bytes a trial. On a GPU those states
 stay on the device (:class:`KeptRows`): the next round starts from them where they lie, and
 only what the host reads is copied.
 
+A segment may also give *pruning levels* below its trials' start (forward flux sampling's
+interfaces below the current one): a trial that falls through one is ended there with
+probability 1/2 (a failure), and otherwise goes on, counting twice from then on (pruned
+forward flux sampling; Allen, Frenkel & ten Wolde, J. Chem. Phys. 124, 024102 (2006)). A
+failure's fall back into the basin was most of a stage's work; the weights keep every count's
+expectation what it was without pruning. A trial that reaches ``hi`` after surviving ``m``
+levels counts ``2**m`` times in the totals and its state is kept ``2**m`` times: the next round
+samples its pool uniformly, so the kept states carry no weights.
+
 Every trial draws its random numbers from Philox with key ``(seed, stream)`` and counter
 ``(draw, trial id)``, so a trial's path does not depend on how a round is split into
-launches or on the backend.
+launches or on the backend. The template's own draws (pruning) are blocks `PRUNE_DRAW` on.
 """
 
 import functools
@@ -36,6 +45,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from .. import rng
 from ..backend import (
     bind_cuda,
     build_for,
@@ -90,10 +100,21 @@ class TrialKernel:
 #: of the round, their parameter row, Philox stream and first trial id, and their rows of the pool.
 SEGMENT_COLUMNS = ("begin", "end", "row", "stream", "first_id", "pool_first", "pool_count")
 BEGIN, END, ROW, STREAM, FIRST_ID, POOL_FIRST, POOL_COUNT = range(len(SEGMENT_COLUMNS))
-#: Columns of a round's float segment table: the window ``(lo, hi)``.
+#: Columns of a round's float segment table: the window ``(lo, hi)``, then the segment's pruning
+#: levels from `PRUNE_FROM` on (falling, each above ``lo``; padded with ``-inf``), if it has any.
 LO, HI = range(2)
+PRUNE_FROM = 2
+#: First Philox block of the pruning decisions (the block of level ``m`` is ``PRUNE_DRAW + m``):
+#: above any model's step blocks and its start blocks (``2**62`` on), so they share no numbers.
+PRUNE_DRAW = np.int64(3) << np.int64(61)
+#: A trial that survived ``m`` pruning levels goes on with the draws of trial id
+#: ``id + m << RESUME_SHIFT``: trial ids are below ``2**60`` and levels at most `MAX_PRUNE_LEVELS`,
+#: so no two trials of a round, nor two legs of one, share numbers (and every id stays below 2**63).
+RESUME_SHIFT = np.int64(60)
+MAX_PRUNE_LEVELS = 6
 #: Columns of ``run.kept``'s totals per segment (int64): trials that reached ``hi``, their
-#: steps, the steps of all its trials, and its trials out of steps.
+#: steps, the steps of all its trials, and its trials out of steps. A trial that reached ``hi``
+#: after surviving ``m`` pruning levels counts ``2**m`` times in the first two.
 TOTAL_COLUMNS = ("reached", "reached_steps", "steps", "censored")
 REACHED_COUNT, REACHED_STEPS, ALL_STEPS, CENSORED_COUNT = range(len(TOTAL_COLUMNS))
 
@@ -102,21 +123,24 @@ REACHED_COUNT, REACHED_STEPS, ALL_STEPS, CENSORED_COUNT = range(len(TOTAL_COLUMN
 def trial_runner(kernel: TrialKernel, backend: str):
     """Compile ``kernel`` for ``backend``; return its runner of one round.
 
-    ``run(params, segments, windows, pool, seed, max_steps, steps, status, ends)``:
+    ``run(params, segments, windows, pool, seed, max_steps, steps, status, ends, levels=None)``:
 
     ``segments`` (int64, one row per segment, columns `BEGIN` .. `POOL_COUNT`) and
-    ``windows`` (float64, columns `LO`, `HI`) describe the round; segments tile the trials
+    ``windows`` (float64, columns `LO`, `HI` and pruning levels from `PRUNE_FROM` on, see the
+    module docstring) describe the round; segments tile the trials
     ``0 .. steps.size - 1`` in order, each with ``POOL_COUNT >= 1``. Trial ``i`` of segment
     ``k`` (``j = i - BEGIN``) uses parameter row ``params[ROW]``, starts from row
     ``POOL_FIRST + j mod POOL_COUNT`` of the float64 array ``pool``, runs in
     ``(LO, HI)`` with Philox stream ``STREAM`` and trial id ``FIRST_ID + j``, and leaves its
-    step count in ``steps[i]``, its status in ``status[i]`` and its end state in ``ends[i]``
-    (all output arrays are filled in place).
+    step count in ``steps[i]``, its status in ``status[i]`` (a pruned trial is ``RETURNED``),
+    its end state in ``ends[i]`` and the pruning levels it survived in ``levels[i]`` (int8;
+    required when ``windows`` has pruning levels); all output arrays are filled in place.
 
     ``run.kept(params, segments, windows, pool, seed, max_steps, width) -> (totals, kept)``
     runs the same trials and returns only their totals per segment (int64, columns
     `TOTAL_COLUMNS`) and the first ``width - 1`` columns of the end states of the trials that
-    reached ``hi``, in trial order: what :func:`segment_totals` makes of the whole outputs
+    reached ``hi``, in trial order (each as many times as it counts): what :func:`segment_totals`
+    makes of the whole outputs
     (on a GPU as :class:`KeptRows`, left on the device; a ``pool`` may be such rows' ``buffer``).
 
     ``run.cycles(params, segments, cycle_windows, pool, seed, max_steps, half_stride, steps,
@@ -189,7 +213,7 @@ def cycle_walker(kernel: TrialKernel):
     return walk
 
 
-def segment_totals(segments, steps, status, ends) -> tuple:
+def segment_totals(segments, steps, status, ends, levels=None) -> tuple:
     """Totals per segment (columns `TOTAL_COLUMNS`) and the reached trials' states (``ends[:, :-1]``), in trial order.
 
     Parameters
@@ -198,19 +222,33 @@ def segment_totals(segments, steps, status, ends) -> tuple:
         The round's int64 segment table (columns `SEGMENT_COLUMNS`).
     steps, status, ends : ndarray
         The round's outputs (:func:`trial_runner`).
+    levels : ndarray, optional
+        Pruning levels each trial survived (none without).
 
     Returns
     -------
     tuple
         ``(totals, kept)``: int64 of shape ``(segments, 4)``, and float64 rows of the end
-        states without their last column (the largest coordinate reached).
+        states without their last column (the largest coordinate reached), each reached
+        trial's ``2**levels`` times.
     """
     reached = status == REACHED
+    copies = np.where(reached, np.left_shift(1, 0 if levels is None else levels.astype(np.int64)), 0)
     # segments tile the trials in order: a segment's total is the difference of running sums at its bounds
     bounds = np.append(segments[:, BEGIN], segments[-1, END] if len(segments) else 0)
     totals = [np.diff(np.concatenate([[0], np.cumsum(values, dtype=np.int64)])[bounds])
-              for values in (reached, np.where(reached, steps, 0), steps, status == CENSORED)]
-    return np.column_stack(totals).reshape(len(segments), len(TOTAL_COLUMNS)), ends[reached, :-1]
+              for values in (copies, copies * steps, steps, status == CENSORED)]
+    kept = np.repeat(ends[reached, :-1], copies[reached], axis=0)
+    return np.column_stack(totals).reshape(len(segments), len(TOTAL_COLUMNS)), kept
+
+
+def _levels_out(windows, n: int, levels):
+    """The ``levels`` output of a round: as given, or scratch where its windows have no pruning levels."""
+    if levels is None:
+        if windows.shape[1] > PRUNE_FROM:
+            raise ValueError("a round with pruning levels needs a levels output (the counts of its reached trials)")
+        return np.empty(n, np.int8)
+    return levels
 
 class KeptRows:
     """Rows ``start .. stop - 1`` of the states a CUDA round kept, left on the device.
@@ -342,12 +380,64 @@ def _trial_id(segments, k, i):
     return segments[k, FIRST_ID] + (i - segments[k, BEGIN])
 
 
+@numba.njit
+def _floor(windows, k, level):
+    """Where a trial of segment ``k`` past ``level`` pruning levels stops falling: the next level, or ``LO``."""
+    column = PRUNE_FROM + level
+    if column < windows.shape[1] and windows[k, column] > windows[k, LO]:
+        return windows[k, column]
+    return windows[k, LO]
+
+
+def pruned_advance(kernel: TrialKernel):
+    """``go(...)``: one advance of a trial that may be pruned, a scalar source for both targets.
+
+    ``go(state, coef, windows, k, level, before, max_steps, seed, stream, trial, ends, i)``.
+
+    Returns ``(state, code, level, before)``. A trial that falls through its next pruning
+    level (``level`` survived so far) is ended there (``RETURNED``) or, with probability 1/2,
+    goes on (``RUNNING``) one level lower: ``before`` adds the steps so far, and the trial
+    starts afresh from its state (written to row ``i`` of ``ends`` and read back) with the
+    draws of trial id ``trial + level << RESUME_SHIFT``. Not simply on: a model's state carries
+    the draws of its current block of steps, and a trial that stopped within one would take
+    that block's draws again; ``max_steps`` then counts from the restart.
+
+    Parameters
+    ----------
+    kernel : TrialKernel
+        The trial's scalar pieces.
+
+    Returns
+    -------
+    callable
+        A ``numba.njit`` function.
+    """
+    start, advance, export = kernel.start, kernel.advance, kernel.export
+
+    @numba.njit
+    def go(state, coef, windows, k, level, before, max_steps, seed, stream, trial, ends, i):
+        floor = _floor(windows, k, level)
+        state, code = advance(state, coef, floor, windows[k, HI], max_steps, seed, stream,
+                              trial + (level << RESUME_SHIFT))
+        if code == RETURNED and floor > windows[k, LO]:
+            if rng.philox_block(seed, stream, trial, PRUNE_DRAW + level)[0] & np.uint32(1):
+                before += state[0]
+                level += 1
+                export(state, ends, i)
+                state = start(coef, ends, i, seed, stream, trial + (level << RESUME_SHIFT))
+                code = RUNNING
+        return state, code, level, before
+
+    return go
+
+
 def _cpu_trials(kernel):
-    prepare, start, advance, export = kernel.prepare, kernel.start, kernel.advance, kernel.export
+    prepare, start, export = kernel.prepare, kernel.start, kernel.export
+    go = pruned_advance(kernel)
 
     @cached
     @numba.njit(parallel=True)
-    def run_items(params, segments, windows, pool, seed, max_steps, steps, status, ends, n_threads):
+    def run_items(params, segments, windows, pool, seed, max_steps, steps, status, ends, levels, n_threads):
         n = steps.shape[0]
         # round-robin: trial lengths differ by orders of magnitude (a trial near an
         # interface ends at once, one in the basin may run long)
@@ -358,12 +448,13 @@ def _cpu_trials(kernel):
                 stream, trial = np.uint32(segments[k, STREAM]), _trial_id(segments, k, i)
                 coef = prepare(params[segments[k, ROW]])
                 state = start(coef, pool, _pool_row(segments, k, i), seed, stream, trial)
-                code = RUNNING
+                code, level, before = RUNNING, 0, np.int64(0)
                 while code == RUNNING:
-                    state, code = advance(state, coef, windows[k, LO], windows[k, HI], max_steps, seed, stream,
-                                          trial)
-                steps[i] = state[0]
+                    state, code, level, before = go(state, coef, windows, k, level, before, max_steps, seed, stream,
+                                                    trial, ends, i)
+                steps[i] = before + state[0]
                 status[i] = code
+                levels[i] = level
                 export(state, ends, i)
 
     walk = cycle_walker(kernel)
@@ -379,9 +470,11 @@ def _cpu_trials(kernel):
                 walk(i, k, params, segments, windows, pool, seed, max_steps, half_stride, steps, status, crossings,
                      carry)
 
-    def run_cpu(params, segments, windows, pool, seed, max_steps, steps, status, ends):
+    def run_cpu(params, segments, windows, pool, seed, max_steps, steps, status, ends, levels=None):
+        levels = _levels_out(windows, steps.size, levels)
         if steps.size:
-            run_items(params, segments, windows, pool, seed, max_steps, steps, status, ends, numba.get_num_threads())
+            run_items(params, segments, windows, pool, seed, max_steps, steps, status, ends, levels,
+                      numba.get_num_threads())
 
     def cycles_cpu(params, segments, windows, pool, seed, max_steps, half_stride, steps, status, crossings):
         if steps.size:
@@ -392,8 +485,9 @@ def _cpu_trials(kernel):
     def kept_cpu(params, segments, windows, pool, seed, max_steps, width):
         n = _trial_count(segments)
         steps, status, ends = np.empty(n, np.int64), np.empty(n, np.int8), np.empty((n, width), np.float64)
-        run_cpu(params, segments, windows, pool, seed, max_steps, steps, status, ends)
-        return segment_totals(segments, steps, status, ends)
+        levels = np.empty(n, np.int8)
+        run_cpu(params, segments, windows, pool, seed, max_steps, steps, status, ends, levels)
+        return segment_totals(segments, steps, status, ends, levels)
 
     run_cpu.kernel, run_cpu.kept, run_cpu.cycles = run_items, kept_cpu, cycles_cpu
     return run_cpu
@@ -420,7 +514,7 @@ class _RoundMemory:
     a pass about 30% slower than in a plain process (H100). Kept arrays grow, never shrink; a round
     uses a view of their first rows. Each thread that runs rounds has its own (two tasks of a dask
     worker run rounds at once), kept as long as the thread and the runner: at most the largest
-    round's outputs (33 bytes a trial), its pool (16 or 24 bytes a start state) and its segments,
+    round's outputs (34 bytes a trial), its pool (16 or 24 bytes a start state) and its segments,
     and for ``run.kept`` its totals per segment and the reached trials' states, in two buffers
     (:class:`KeptRows`: a round reads its pool from one and keeps its states in the other), and
     for ``run.cycles`` its walkers' half-cycles, crossings and carried states.
@@ -465,14 +559,15 @@ class _RoundMemory:
 
 def _cuda_trials(kernel):
     bind_cuda(globals())
-    prepare, start, advance, export = kernel.prepare, kernel.start, kernel.advance, kernel.export
+    prepare, start, export = kernel.prepare, kernel.start, kernel.export
+    go = pruned_advance(kernel)
     simulated = simulating_cuda()
     readable = simulator_copy if simulated else identity
     writable = simulator_view if simulated else identity
 
     @cached
     @cuda.jit(fastmath=True)
-    def run_kernel(params, segments, windows, pool, seed, max_steps, steps, status, ends, counter, totals):
+    def run_kernel(params, segments, windows, pool, seed, max_steps, steps, status, ends, levels, counter, totals):
         # persistent threads: a lane whose trial ends takes the next from the counter, and adds the
         # trial to its segment's totals (integer sums: the order of adding changes nothing)
         params, segments, windows, pool = readable(params), readable(segments), readable(windows), readable(pool)
@@ -482,17 +577,21 @@ def _cuda_trials(kernel):
         stream, trial = np.uint32(segments[k, STREAM]), _trial_id(segments, k, i)
         coef = prepare(params[segments[k, ROW]])
         state = start(coef, pool, _pool_row(segments, k, i), seed, stream, trial)
+        level, before = 0, np.int64(0)
         while i < n:
-            state, code = advance(state, coef, windows[k, LO], windows[k, HI], max_steps, seed, stream, trial)
+            state, code, level, before = go(state, coef, windows, k, level, before, max_steps, seed, stream, trial,
+                                            writable(ends), i)
             if code != RUNNING:
-                taken = np.int64(state[0])
+                taken = before + np.int64(state[0])
                 steps[i] = taken
                 status[i] = code
+                levels[i] = level
                 export(state, writable(ends), i)
                 cuda.atomic.add(totals, (k, ALL_STEPS), taken)
                 if code == REACHED:
-                    cuda.atomic.add(totals, (k, REACHED_COUNT), 1)
-                    cuda.atomic.add(totals, (k, REACHED_STEPS), taken)
+                    copies = np.int64(1) << np.int64(level)
+                    cuda.atomic.add(totals, (k, REACHED_COUNT), copies)
+                    cuda.atomic.add(totals, (k, REACHED_STEPS), taken * copies)
                 elif code == CENSORED:
                     cuda.atomic.add(totals, (k, CENSORED_COUNT), 1)
                 i = cuda.atomic.add(counter, 0, 1)
@@ -501,6 +600,7 @@ def _cuda_trials(kernel):
                     stream, trial = np.uint32(segments[k, STREAM]), _trial_id(segments, k, i)
                     coef = prepare(params[segments[k, ROW]])
                     state = start(coef, pool, _pool_row(segments, k, i), seed, stream, trial)
+                    level, before = 0, np.int64(0)
 
     walk = cycle_walker(kernel)
 
@@ -519,26 +619,27 @@ def _cuda_trials(kernel):
 
     @cached
     @cuda.jit
-    def keep_kernel(segments, status, ends, first_row, kept):
-        # one block per segment: the states of its reached trials, in trial order, from row first_row[k] of kept
+    def keep_kernel(segments, status, levels, ends, first_row, kept):
+        # one block per segment: the states of its reached trials, in trial order, each 2**levels times,
+        # from row first_row[k] of kept
         below = cuda.shared.array(threads_per_segment, np.int64)
         k, t = cuda.blockIdx.x, cuda.threadIdx.x
         row, end = first_row[k], segments[k, END]
         for base in range(segments[k, BEGIN], end, threads_per_segment):
             i = base + t
-            flag = 1 if i < end and status[i] == REACHED else 0
-            below[t] = flag
+            copies = np.int64(1) << np.int64(levels[i]) if i < end and status[i] == REACHED else np.int64(0)
+            below[t] = copies
             cuda.syncthreads()
             step = 1
-            while step < threads_per_segment:  # inclusive prefix sum of the flags (Hillis-Steele)
+            while step < threads_per_segment:  # inclusive prefix sum of the copies (Hillis-Steele)
                 add = below[t - step] if t >= step else 0
                 cuda.syncthreads()
                 below[t] += add
                 cuda.syncthreads()
                 step *= 2
-            if flag:
+            for copy in range(below[t] - copies, below[t]):
                 for c in range(kept.shape[1]):
-                    kept[row + below[t] - 1, c] = ends[i, c]
+                    kept[row + copy, c] = ends[i, c]
             row += below[threads_per_segment - 1]
             cuda.syncthreads()
 
@@ -564,7 +665,7 @@ def _cuda_trials(kernel):
             device = [memory.copied(k, a, run_stream) for k, a in enumerate((params, segments, windows, _ZERO))]
             device.insert(3, memory.pool(3, pool, run_stream))
             outputs = [memory.array(f"out {k}", shape, dtype) for k, (shape, dtype) in
-                       enumerate((((n,), np.int64), ((n,), np.int8), ((n, width), np.float64)))]
+                       enumerate((((n,), np.int64), ((n,), np.int8), ((n, width), np.float64), ((n,), np.int8)))]
             totals = memory.copied("totals", np.zeros((len(segments), len(TOTAL_COLUMNS)), np.int64), run_stream)
         args = (*device[:-1], np.uint32(seed), np.int64(max_steps), *outputs, device[-1], totals)
         if simulated:
@@ -579,20 +680,21 @@ def _cuda_trials(kernel):
             run_kernel[blocks, threads, run_stream](*args)
         return memory, run_stream, device[1], outputs, totals
 
-    def run_cuda(params, segments, windows, pool, seed, max_steps, steps, status, ends):
+    def run_cuda(params, segments, windows, pool, seed, max_steps, steps, status, ends, levels=None):
         n = steps.size
+        levels = _levels_out(windows, n, levels)
         if n == 0:
             return
         _, run_stream, _, outputs, _ = launch(params, segments, windows, pool, seed, max_steps, n, ends.shape[1])
-        copy_back(run_stream, zip((steps, status, ends), outputs))
+        copy_back(run_stream, zip((steps, status, ends, levels), outputs))
 
     def kept_cuda(params, segments, windows, pool, seed, max_steps, width):
         n = _trial_count(segments)
         totals = np.zeros((len(segments), len(TOTAL_COLUMNS)), dtype=np.int64)
         if n == 0:
             return totals, np.empty((0, width - 1))
-        memory, run_stream, d_segments, (_, d_status, d_ends), d_totals = launch(params, segments, windows, pool,
-                                                                             seed, max_steps, n, width)
+        memory, run_stream, d_segments, (_, d_status, d_ends, d_levels), d_totals = launch(
+            params, segments, windows, pool, seed, max_steps, n, width)
         copy_back(run_stream, [(totals, d_totals)])
         reached = totals[:, REACHED_COUNT]
         n_kept = int(reached.sum())
@@ -602,8 +704,8 @@ def _cuda_trials(kernel):
                 first_row = memory.copied("first kept row", np.cumsum(reached) - reached, run_stream)
         if n_kept:
             with launching("kept states", run_stream):
-                keep_kernel[len(segments), threads_per_segment, run_stream](d_segments, d_status, d_ends, first_row,
-                                                                            buffer.array())
+                keep_kernel[len(segments), threads_per_segment, run_stream](d_segments, d_status, d_levels, d_ends,
+                                                                            first_row, buffer.array())
         # the next round reads them on this stream, the host through host_rows (which waits for it)
         return totals, KeptRows(buffer, 0, n_kept)
 
