@@ -8,7 +8,8 @@ falls back.) Two methods, both rounds of trial launches on the generic engine
 
 * ``direct``: trials from the thermal state to the next well, censored after a
   budget of steps; for barriers up to `DIRECT_MAX_BARRIER` ``theta``.
-* ``ffs``: forward flux sampling along the phase, from the basin ``phi <= arcsin(gamma)``
+* ``ffs``: forward flux sampling, pruned (a trial falling back through the interfaces below its
+  start ends there with probability 1/2 or counts twice), from the basin
   through adaptively placed interfaces to the next well, for barriers from
   `FFS_MIN_BARRIER` to `FFS_MAX_BARRIER` ``theta``. Forward flux sampling rather than
   adaptive multilevel splitting: its rounds are fixed-size batches of independent trials
@@ -60,6 +61,9 @@ RUN_FIRST_STAGE, RUN_MAX_STAGES = 512, 40
 #: Basin walkers per forward-flux replica at most (9 cycles of the well each, 290 bytes of host
 #: memory): rel_error 0.003, the smallest allowed, asks for 4,167.
 MAX_WALKERS = 4096
+#: Interfaces below a forward-flux stage's start at which its falling trials are pruned (the
+#: nearest ones; :mod:`gpuensembles.core.ffs`). A survivor of all of them counts 2**6 = 64 times.
+PRUNE_LEVELS = 6
 #: Replicas of a run-probability chain (pools of escaped states).
 RUN_REPLICAS = 16
 #: Tasks per worker of a pass on a cluster (:func:`_spread`): one for each of a worker's two threads,
@@ -452,7 +456,8 @@ def _flux_settings(rel_error, table) -> ffs.FluxSettings:
     # stages (capped at 64, the flux alone took that whole share at rel_error 0.01)
     walkers = int(np.clip(math.ceil(0.6 / rel_error**2 / replicas), 16, MAX_WALKERS))
     pilots = int(np.clip(math.ceil(10.0 / rel_error**2), 256, 1024))
-    return ffs.FluxSettings(trials=trials, walkers=walkers, pilots=pilots, rel_error=rel_error, p_target=P_TARGET)
+    return ffs.FluxSettings(trials=trials, walkers=walkers, pilots=pilots, rel_error=rel_error, p_target=P_TARGET,
+                            prune_levels=PRUNE_LEVELS)
 
 
 def _max_steps(settings, table) -> int:
