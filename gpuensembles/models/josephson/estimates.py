@@ -239,6 +239,13 @@ def retrapping_work(table, names, realizations, integrator, dtype) -> Work:
 #: whose replicas scatter more than the binomial estimate and add batches of them, up to 6).
 #: The underdamped value is the geometric middle of its cases, each then within a factor 1.6.
 FFS_TRIAL_RELAXATIONS = {"overdamped": 2.5, "underdamped": 2.4}
+#: Stages a pruned forward flux chain's trials cost at most, in unpruned stages of as many trials:
+#: a stage's failures now end near the interface below (:mod:`gpuensembles.core.ffs`), and the more
+#: stages, the closer their interfaces; its pilots (not pruned) cost a trial each at every stage.
+#: Fitted to CPU steps per batch of 16 replicas (2026-11-29), rel_error 0.1 and 0.3, 6 to 36
+#: expected stages: overdamped (damping 1) and underdamped (damping 0.2, the Li junction) points
+#: are then 0.72-1.56 times the estimate (a point whose replicas scatter adds batches, as before).
+FFS_PRUNED_STAGES = {"overdamped": 6.0, "underdamped": 3.0}
 
 
 @_quiet
@@ -259,7 +266,8 @@ def rates_work(table, methods, rel_error, model, integrator, dtype, *, direct_re
     direct_realizations : int
         Trials of a direct point.
     ffs_trials : callable
-        ``(stages, trials per stage)`` of the forward flux points, from the rows of ``table``.
+        ``(stages, trials per stage, pilots per stage)`` of the forward flux points, from the
+        rows of ``table``.
     voltage : bool
         ``criterion="voltage"``: the run-probability chains add about as many trials as three
         stages of forward flux.
@@ -287,8 +295,9 @@ def rates_point_steps(table, methods, model, *, direct_realizations, ffs_trials,
 
     Direct points run ``direct_realizations`` trials, each lasting the Mel'nikov-Meshkov
     (underdamped) or Kramers (overdamped) mean escape time. Forward flux points run
-    ``ffs_trials(point)`` trials at each of their stages, each lasting
-    `FFS_TRIAL_RELAXATIONS` relaxation times of the well. Parameters as in :func:`rates_work`.
+    trials at each of their stages, each lasting `FFS_TRIAL_RELAXATIONS` relaxation times of
+    the well, for `FFS_PRUNED_STAGES` stages at most (pruning), and their pilots at every
+    stage (not pruned). Parameters as in :func:`rates_work`.
 
     Returns
     -------
@@ -302,8 +311,10 @@ def rates_point_steps(table, methods, model, *, direct_realizations, ffs_trials,
     direct = methods == "direct"
     steps[direct] = _count(direct_realizations) * np.minimum(_mean_times(model, table[direct, :4]), 1e300) / h[direct]
     if (~direct).any():
-        stages, trials = ffs_trials(table[~direct])
+        stages, trials, pilots = ffs_trials(table[~direct])
         relax = 1.0 / np.array([float(relaxation_rate(g, V0=v, damping=d, model=model))
                                 for v, d, g in zip(V0[~direct], damping[~direct], gamma[~direct])])
-        steps[~direct] = (stages + 3.0 * voltage) * trials * FFS_TRIAL_RELAXATIONS[model] * relax / h[~direct]
+        # the run-probability chains are not pruned: about three stages
+        paid = (np.minimum(stages, FFS_PRUNED_STAGES[model]) + 3.0 * voltage) * trials + stages * pilots
+        steps[~direct] = paid * FFS_TRIAL_RELAXATIONS[model] * relax / h[~direct]
     return steps

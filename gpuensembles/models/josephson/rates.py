@@ -434,9 +434,9 @@ def _expected_stages(table) -> np.ndarray:
 
 
 def _ffs_trials(rel_error, table) -> tuple:
-    """``(stages, trials per stage)`` of the forward flux points ``table`` (for the estimate)."""
+    """``(stages, trials per stage, pilots per stage)`` of the forward flux points ``table`` (for the estimate)."""
     settings = _flux_settings(rel_error, table)
-    return _expected_stages(table), settings.trials * settings.replicas
+    return _expected_stages(table), settings.trials * settings.replicas, settings.pilots
 
 
 def _flux_settings(rel_error, table) -> ffs.FluxSettings:
