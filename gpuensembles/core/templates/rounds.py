@@ -405,12 +405,12 @@ def pruned_advance(kernel: TrialKernel):
     Parameters
     ----------
     kernel : TrialKernel
-        The trial's scalar pieces.
+        The model's trial: its ``start``, ``advance`` and ``export`` are used.
 
     Returns
     -------
     callable
-        A ``numba.njit`` function.
+        ``go``, compiled with ``numba.njit`` for whichever target calls it.
     """
     start, advance, export = kernel.start, kernel.advance, kernel.export
 
