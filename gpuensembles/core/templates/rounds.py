@@ -30,7 +30,12 @@ forward flux sampling; Allen, Frenkel & ten Wolde, J. Chem. Phys. 124, 024102 (2
 failure's fall back into the basin was most of a stage's work; the weights keep every count's
 expectation what it was without pruning. A trial that reaches ``hi`` after surviving ``m``
 levels counts ``2**m`` times in the totals and its state is kept ``2**m`` times: the next round
-samples its pool uniformly, so the kept states carry no weights.
+samples its pool uniformly, so the kept states carry no weights. (Trial ``j`` takes row ``j mod
+rows``: when the trials are not a multiple of the rows, the first ones are taken once more, and a
+block of copies that straddles that end is taken in part: fewer than 64 of a segment's
+starts fall otherwise than in proportion to the copies.) Pruning is for kernels whose
+``RETURNED`` means the coordinate fell to ``lo``: a trial that fails for another reason (a
+model's own failure condition) would be taken for one that fell through a level.
 
 Every trial draws its random numbers from Philox with key ``(seed, stream)`` and counter
 ``(draw, trial id)``, so a trial's path does not depend on how a round is split into
