@@ -195,10 +195,11 @@ class Rounds:
                                     np.asarray(first_ids, dtype=np.int64), firsts,
                                     sizes]).astype(np.int64, copy=False).reshape(-1, 7)
         windows = np.column_stack([np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64)])
-        if ladders is not None and any(len(ladder) for ladder in ladders):
-            if max(len(ladder) for ladder in ladders) > MAX_PRUNE_LEVELS:
+        deepest = max((len(ladder) for ladder in ladders), default=0) if ladders is not None else 0
+        if deepest:
+            if deepest > MAX_PRUNE_LEVELS:
                 raise ValueError(f"a segment may have {MAX_PRUNE_LEVELS} pruning levels at most")
-            rungs = np.full((len(points), max(len(ladder) for ladder in ladders)), -np.inf)
+            rungs = np.full((len(points), deepest), -np.inf)
             for k, ladder in enumerate(ladders):
                 rungs[k, :len(ladder)] = ladder
             windows = np.hstack([windows, rungs])
