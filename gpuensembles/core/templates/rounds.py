@@ -386,6 +386,16 @@ def _trial_id(segments, k, i):
 
 
 @numba.njit
+def _copies(status, levels, first, n, items):
+    """Kept rows of trials ``first .. first + items - 1`` (below ``n``): ``2**levels`` for each that reached ``hi``."""
+    copies = np.int64(0)
+    for i in range(first, min(first + items, n)):
+        if status[i] == REACHED:
+            copies += np.int64(1) << np.int64(levels[i])
+    return copies
+
+
+@numba.njit
 def _floor(windows, k, level):
     """Where a trial of segment ``k`` past ``level`` pruning levels stops falling: the next level, or ``LO``."""
     column = PRUNE_FROM + level
@@ -499,12 +509,13 @@ def _cpu_trials(kernel):
 
 
 _CUDA_THREADS_PER_BLOCK = 128
-#: Threads of a block that gathers one segment's reached states (``run.kept``; the simulator runs
-#: every thread as a Python thread). 128 threads of 32 registers fit beside another thread's
-#: resident trial grid: the Josephson trials take 80 registers a thread, 6 blocks of 128 a
-#: multiprocessor, 61,440 of its 65,536 registers.
-_SEGMENT_THREADS, _SIMULATED_SEGMENT_THREADS = 128, 4
-assert all(t & (t - 1) == 0 for t in (_SEGMENT_THREADS, _SIMULATED_SEGMENT_THREADS)), \
+#: Threads of a block that gathers reached states (``run.kept``; the simulator runs every thread as a
+#: Python thread), and the trials each of them reads: a block takes a tile of their product. 128
+#: threads of 32 registers fit beside another thread's resident trial grid: the Josephson trials
+#: take 80 registers a thread, 6 blocks of 128 a multiprocessor, 61,440 of its 65,536 registers.
+_GATHER_THREADS, _SIMULATED_GATHER_THREADS = 128, 4
+_GATHER_ITEMS, _SIMULATED_GATHER_ITEMS = 8, 2
+assert all(t & (t - 1) == 0 for t in (_GATHER_THREADS, _SIMULATED_GATHER_THREADS)), \
     "the prefix sums need a power of two"
 #: The trial counter's start, copied into its device word at every round.
 _ZERO = np.zeros(1, dtype=np.int64)
@@ -522,11 +533,12 @@ class _RoundMemory:
     round's outputs (34 bytes a trial), its pool (16 or 24 bytes a start state) and its segments,
     and for ``run.kept`` its totals per segment and the reached trials' states, in two buffers
     (:class:`KeptRows`: a round reads its pool from one and keeps its states in the other), and
-    for ``run.cycles`` its walkers' half-cycles, crossings and carried states.
+    for ``run.cycles`` its walkers' half-cycles, crossings and carried states. What a round uploads
+    goes through a pinned host copy of its own (:meth:`copied`), as large as the largest upload.
     """
 
     def __init__(self):
-        self._arrays, self._stream = {}, None
+        self._arrays, self._views, self._pinned, self._stream = {}, {}, {}, None
         self.generation = {}  # writes of each kept-states buffer (KeptRows check theirs)
 
     def stream(self):
@@ -537,18 +549,38 @@ class _RoundMemory:
 
     def array(self, key, shape, dtype):
         """A device view of ``shape`` and ``dtype`` over the kept array ``key`` (grown to twice the rows if short)."""
+        shape = tuple(shape)
         kept = self._arrays.get(key)
         if kept is None or kept.shape[0] < shape[0] or kept.shape[1:] != shape[1:] or kept.dtype != dtype:
             rows = max(shape[0], 2 * kept.shape[0] if kept is not None and kept.shape[1:] == shape[1:] else 0)
-            kept = self._arrays[key] = cuda.device_array((rows,) + tuple(shape[1:]), dtype=dtype)
-        return kept[:shape[0]]
+            kept = self._arrays[key] = cuda.device_array((rows,) + shape[1:], dtype=dtype)
+            self._views.pop(key, None)
+        # the last view of each array is kept: rounds of a chain mostly repeat their sizes, and a
+        # device view costs numba-cuda about as much host time as a launch
+        view = self._views.get(key)
+        if view is None or view.shape != shape:
+            view = self._views[key] = kept[:shape[0]]
+        return view
 
     def copied(self, key, host, stream):
-        """The kept array ``key`` holding a copy of ``host``."""
+        """The kept array ``key`` holding a copy of ``host``, uploaded from pinned memory.
+
+        An upload from pageable memory first waits for the stream's earlier work (the previous
+        round's gather of kept states), and other threads' pageable copies wait with it; from
+        pinned memory it is queued behind that work, and the host goes on. No key is uploaded
+        twice between two waits for the stream (a round waits for its totals or outputs), so an
+        upload has finished before its pinned copy is written again.
+        """
         host = np.ascontiguousarray(host)
         view = self.array(key, host.shape, host.dtype)
         if host.size:
-            view.copy_to_device(host, stream=stream)
+            pinned = self._pinned.get(key)
+            if pinned is None or pinned.size < host.size or pinned.dtype != host.dtype:
+                grown = 2 * pinned.size if pinned is not None and pinned.dtype == host.dtype else 0
+                pinned = self._pinned[key] = cuda.pinned_array(max(host.size, grown), dtype=host.dtype)
+            staged = pinned[:host.size].reshape(host.shape)
+            staged[...] = host
+            view.copy_to_device(staged, stream=stream)
         return view
 
     def pool(self, key, pool, stream):
@@ -620,33 +652,68 @@ def _cuda_trials(kernel):
                  writable(steps), writable(status), writable(crossings), writable(carry))
 
     per_thread = threading.local()  # runners are cached per process: threads of a worker share them
-    threads_per_segment = _SIMULATED_SEGMENT_THREADS if simulated else _SEGMENT_THREADS
+    gather_threads = _SIMULATED_GATHER_THREADS if simulated else _GATHER_THREADS
+    items = _SIMULATED_GATHER_ITEMS if simulated else _GATHER_ITEMS
+
+    @cuda.jit(device=True)
+    def block_prefix(below, t, value):
+        # (inclusive prefix sum, total) of value over the block's threads (Hillis-Steele in the shared below)
+        below[t] = value
+        cuda.syncthreads()
+        step = 1
+        while step < gather_threads:
+            add = below[t - step] if t >= step else 0
+            cuda.syncthreads()
+            below[t] += add
+            cuda.syncthreads()
+            step *= 2
+        prefix, total = below[t], below[gather_threads - 1]
+        cuda.syncthreads()  # below may be written again
+        return prefix, total
+
+    # The kept states are the reached trials' end states in trial order, each 2**levels times: row
+    # r of kept is the trial whose copies, counted over all trials before it, pass r. Segments tile
+    # the trials in order, so that is each segment's states from the rows of the segments before.
+    # Three launches: copies per tile of trials, their exclusive prefix sums, then the rows.
+    @cached
+    @cuda.jit
+    def count_kernel(status, levels, n, sums):
+        below = cuda.shared.array(gather_threads, np.int64)
+        t = cuda.threadIdx.x
+        mine = _copies(readable(status), readable(levels), (cuda.blockIdx.x * gather_threads + t) * items, n, items)
+        _, total = block_prefix(below, t, mine)
+        if t == 0:
+            sums[cuda.blockIdx.x] = total
 
     @cached
     @cuda.jit
-    def keep_kernel(segments, status, levels, ends, first_row, kept):
-        # one block per segment: the states of its reached trials, in trial order, each 2**levels times,
-        # from row first_row[k] of kept
-        below = cuda.shared.array(threads_per_segment, np.int64)
-        k, t = cuda.blockIdx.x, cuda.threadIdx.x
-        row, end = first_row[k], segments[k, END]
-        for base in range(segments[k, BEGIN], end, threads_per_segment):
-            i = base + t
-            copies = np.int64(1) << np.int64(levels[i]) if i < end and status[i] == REACHED else np.int64(0)
-            below[t] = copies
-            cuda.syncthreads()
-            step = 1
-            while step < threads_per_segment:  # inclusive prefix sum of the copies (Hillis-Steele)
-                add = below[t - step] if t >= step else 0
-                cuda.syncthreads()
-                below[t] += add
-                cuda.syncthreads()
-                step *= 2
-            for copy in range(below[t] - copies, below[t]):
-                for c in range(kept.shape[1]):
-                    kept[row + copy, c] = ends[i, c]
-            row += below[threads_per_segment - 1]
-            cuda.syncthreads()
+    def offsets_kernel(sums, tiles):
+        # one block: the tiles' copies become the kept rows before each tile, in place
+        below = cuda.shared.array(gather_threads, np.int64)
+        t = cuda.threadIdx.x
+        carried = np.int64(0)
+        for base in range(0, tiles, gather_threads):
+            value = sums[base + t] if base + t < tiles else np.int64(0)
+            prefix, total = block_prefix(below, t, value)
+            if base + t < tiles:
+                sums[base + t] = carried + prefix - value
+            carried += total
+
+    @cached
+    @cuda.jit
+    def gather_kernel(status, levels, ends, n, offsets, kept):
+        below = cuda.shared.array(gather_threads, np.int64)
+        t = cuda.threadIdx.x
+        first = (cuda.blockIdx.x * gather_threads + t) * items
+        mine = _copies(readable(status), readable(levels), first, n, items)
+        prefix, _ = block_prefix(below, t, mine)
+        row = offsets[cuda.blockIdx.x] + prefix - mine
+        for i in range(first, min(first + items, n)):
+            if status[i] == REACHED:
+                for _ in range(np.int64(1) << np.int64(levels[i])):
+                    for c in range(kept.shape[1]):
+                        kept[row, c] = ends[i, c]
+                    row += 1
 
     def thread_memory():
         """This thread's kept arrays and stream."""
@@ -683,14 +750,14 @@ def _cuda_trials(kernel):
             blocks = max(1, min(resident[where], -(-n // threads)))
         with launching("trials", run_stream):
             run_kernel[blocks, threads, run_stream](*args)
-        return memory, run_stream, device[1], outputs, totals
+        return memory, run_stream, outputs, totals
 
     def run_cuda(params, segments, windows, pool, seed, max_steps, steps, status, ends, levels=None):
         n = steps.size
         levels = _levels_out(windows, n, levels)
         if n == 0:
             return
-        _, run_stream, _, outputs, _ = launch(params, segments, windows, pool, seed, max_steps, n, ends.shape[1])
+        _, run_stream, outputs, _ = launch(params, segments, windows, pool, seed, max_steps, n, ends.shape[1])
         copy_back(run_stream, zip((steps, status, ends, levels), outputs))
 
     def kept_cuda(params, segments, windows, pool, seed, max_steps, width):
@@ -698,19 +765,20 @@ def _cuda_trials(kernel):
         totals = np.zeros((len(segments), len(TOTAL_COLUMNS)), dtype=np.int64)
         if n == 0:
             return totals, np.empty((0, width - 1))
-        memory, run_stream, d_segments, (_, d_status, d_ends, d_levels), d_totals = launch(
+        memory, run_stream, (_, d_status, d_ends, d_levels), d_totals = launch(
             params, segments, windows, pool, seed, max_steps, n, width)
         copy_back(run_stream, [(totals, d_totals)])
-        reached = totals[:, REACHED_COUNT]
-        n_kept = int(reached.sum())
+        n_kept = int(totals[:, REACHED_COUNT].sum())
+        tiles = -(-n // (gather_threads * items))
         with out_of_memory_as_memory_error(f"the {n_kept} reached states of a round"):
             buffer = memory.kept_buffer((n_kept, width - 1), pool)
-            if n_kept:
-                first_row = memory.copied("first kept row", np.cumsum(reached) - reached, run_stream)
+            offsets = memory.array("kept offsets", (tiles,), np.int64)
         if n_kept:
             with launching("kept states", run_stream):
-                keep_kernel[len(segments), threads_per_segment, run_stream](d_segments, d_status, d_levels, d_ends,
-                                                                            first_row, buffer.array())
+                count_kernel[tiles, gather_threads, run_stream](d_status, d_levels, np.int64(n), offsets)
+                offsets_kernel[1, gather_threads, run_stream](offsets, np.int64(tiles))
+                gather_kernel[tiles, gather_threads, run_stream](d_status, d_levels, d_ends, np.int64(n), offsets,
+                                                                 buffer.array())
         # the next round reads them on this stream, the host through host_rows (which waits for it)
         return totals, KeptRows(buffer, 0, n_kept)
 
@@ -733,5 +801,5 @@ def _cuda_trials(kernel):
         copy_back(run_stream, zip((steps, status, crossings), outputs))
 
     run_cuda.kernel, run_cuda.kept, run_cuda.cycles = run_kernel, kept_cuda, cycles_cuda
-    run_cuda.kernels = (run_kernel, keep_kernel, cycles_kernel)
+    run_cuda.kernels = (run_kernel, count_kernel, offsets_kernel, gather_kernel, cycles_kernel)
     return run_cuda
