@@ -340,7 +340,8 @@ class FluxSettings:
 BATCH_SAFETY = 1.25
 
 
-def forward_flux(rounds: Rounds, lam_a, lam_0, lam_b, dt, settings: FluxSettings, on_round=None) -> dict:
+def forward_flux(rounds: Rounds, lam_a, lam_0, lam_b, dt, settings: FluxSettings, on_round=None,
+                 keep_ends=True) -> dict:
     """Escape rates from ``x <= lam_a`` to ``x >= lam_b`` by forward flux sampling (module docstring).
 
     A point runs a first batch of ``settings.replicas`` replicas; while its relative error
@@ -361,14 +362,18 @@ def forward_flux(rounds: Rounds, lam_a, lam_0, lam_b, dt, settings: FluxSettings
         Sizes.
     on_round : callable, optional
         Called after every round (progress).
+    keep_ends : bool
+        Whether to return the states that reached ``lam_b``. On a GPU they lie on the device
+        until a point's chain ends, and copying them to the host waits for its last round.
 
     Returns
     -------
     dict
         ``rate``, ``rate_stderr`` (per point), ``interfaces`` (stages per point),
         ``replicas`` (replicas run per point), ``lambdas`` (list of interface arrays) and
-        ``ends`` (per point, a list over its replicas of the states that reached ``lam_b``:
-        first arrivals at ``lam_b``, what a further round starts from).
+        ``ends`` (with ``keep_ends``, per point a list over its replicas of the states that
+        reached ``lam_b``: first arrivals at ``lam_b``, what a further round starts from;
+        else None).
     """
     n_points = len(lam_a)
     tick = on_round or (lambda: None)
@@ -379,7 +384,8 @@ def forward_flux(rounds: Rounds, lam_a, lam_0, lam_b, dt, settings: FluxSettings
     replicas = np.full(n_points, settings.replicas)
     for batch in range(settings.max_batches):
         flux, configs = _flux(rounds, todo, lam_a, lam_0, lam_b, dt, settings, batch, tick, replicas[todo])
-        chain = _chain(rounds, todo, configs, lam_0[todo].copy(), lam_a, lam_b, dt, settings, batch, lambdas, tick)
+        chain = _chain(rounds, todo, configs, lam_0[todo].copy(), lam_a, lam_b, dt, settings, batch, lambdas, tick,
+                       keep_ends=keep_ends)
         if lambdas is None:
             lambdas = chain.chosen
         for i, p in enumerate(todo):
@@ -392,7 +398,7 @@ def forward_flux(rounds: Rounds, lam_a, lam_0, lam_b, dt, settings: FluxSettings
     rate = np.array([np.mean(r) for r in rates])
     stderr = np.array([np.std(r, ddof=1) / math.sqrt(len(r)) for r in rates])
     return {"rate": rate, "rate_stderr": stderr, "interfaces": np.array([len(x) for x in lambdas]),
-            "replicas": np.array([len(r) for r in rates]), "lambdas": lambdas, "ends": ends}
+            "replicas": np.array([len(r) for r in rates]), "lambdas": lambdas, "ends": ends if keep_ends else None}
 
 
 def splitting(rounds: Rounds, pools, lam_0, lam_b, dt, settings: FluxSettings, *, first_stage=0,
@@ -529,11 +535,12 @@ class _Chain:
 
 
 def _chain(rounds, todo, configs, current, lam_a, lam_b, dt, settings, batch, lambdas, tick, first_stage=0,
-           max_stages=MAX_STAGES, give_up=False) -> _Chain:
+           max_stages=MAX_STAGES, give_up=False, keep_ends=True) -> _Chain:
     """Stages from the states ``configs`` at ``current`` to ``lam_b``, interfaces placed (``lambdas`` None) or given.
 
-    ``configs`` is replaced by the states at ``lam_b`` (per point and replica). A point still
-    short of ``lam_b`` after ``max_stages`` is an error, or with ``give_up`` is left unfinished.
+    ``configs`` is replaced by the states at ``lam_b`` (per point and replica; without
+    ``keep_ends``, by None). A point still short of ``lam_b`` after ``max_stages`` is an
+    error, or with ``give_up`` is left unfinished.
     """
     R = max(len(c) for c in configs)  # a further batch of forward flux sampling: replicas per point
     product, failed, reached = np.ones((len(todo), R)), np.zeros((len(todo), R)), np.zeros((len(todo), R))
@@ -564,7 +571,8 @@ def _chain(rounds, todo, configs, current, lam_a, lam_b, dt, settings, batch, la
                 chosen[i].append(nxt[j])
             if nxt[j] >= lam_b[todo[i]]:
                 active[i] = False
-                configs[i] = host_rows(configs[i])  # the device buffer is written again two stages on
+                # the device buffer is written again two stages on
+                configs[i] = host_rows(configs[i]) if keep_ends else [None] * len(configs[i])
     else:
         if active.any() and not give_up:
             raise RuntimeError(f"forward flux sampling did not reach lam_b within {max_stages} interfaces")

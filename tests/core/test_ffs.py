@@ -144,6 +144,26 @@ def test_a_replica_is_the_same_in_a_batch_of_any_size():
             np.testing.assert_array_equal(product, all_product[:n])
 
 
+def test_a_chain_that_drops_its_ends_finds_the_same_rates():
+    # the first point ends a stage before the second, with more replicas: the second goes on alone
+    lam_a, lam_0, lam_b, dt = np.array([0.2, 0.15]), np.array([0.5, 0.35]), np.array([0.8, 0.9]), np.full(2, 0.05)
+    settings = ffs.FluxSettings(replicas=3, walkers=4, cycles=2, trials=np.array([40, 40]), pilots=32)
+    todo, found = np.array([0, 1]), []
+    for keep_ends in (True, False):
+        rounds = _underdamped_rounds()
+        _, configs = ffs._flux(rounds, todo, lam_a, lam_0, lam_b, dt, settings, 1, lambda: None, np.array([3, 2]))
+        chain = ffs._chain(rounds, todo, configs, lam_0.copy(), lam_a, lam_b, dt, settings, 1,
+                           [[0.6, 0.8], [0.5, 0.7, 0.9]], lambda: None, keep_ends=keep_ends)
+        found.append((chain, configs, rounds.steps))
+    (kept, kept_ends, kept_steps), (dropped, dropped_ends, dropped_steps) = found
+    assert np.any(kept.product[0] > 0) and np.any(kept.product[1] > 0)
+    for name in ("product", "failed"):
+        np.testing.assert_array_equal(getattr(dropped, name), getattr(kept, name))
+    np.testing.assert_array_equal(dropped_steps, kept_steps)
+    assert [len(c) for c in kept_ends] == [3, 2] and sum(len(e) for e in kept_ends[0]) > 0
+    assert dropped_ends == [[None] * 3, [None] * 2]
+
+
 @pytest.mark.parametrize(("spread", "expected"), [
     (0.0, 0),  # the target is met: no further batch
     (0.045, 16),  # a little short: the fewest a batch holds

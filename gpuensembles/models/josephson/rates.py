@@ -338,7 +338,8 @@ def _run_group(plan, points, settings, tick) -> np.ndarray:
             escaped = [[p] for p in passages]
         else:
             result = ffs.forward_flux(rounds, lam_a[mine], lam_0[mine], lam_b[mine], h[mine],
-                                      _flux_settings(settings["rel_error"], table[mine]), on_round=tick)
+                                      _flux_settings(settings["rel_error"], table[mine]), on_round=tick,
+                                      keep_ends=settings["wells"] is not None)
             out[mine, 0], out[mine, 1] = result["rate"], result["rate_stderr"]
             out[mine, 3], out[mine, 4] = result["interfaces"], result["replicas"]
             escaped = result["ends"]
