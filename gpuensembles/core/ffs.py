@@ -666,7 +666,7 @@ def _stage(rounds, todo, live, configs, nxt, lam_a, settings, stage, batch, ladd
     points = np.array([todo[live[j]] for j, _, _ in owners], dtype=np.int64)
     totals, kept = rounds.kept(points, [n for _, _, n in owners], [configs[live[j]][r] for j, r, _ in owners],
                                lam_a[points], [nxt[j] for j, _, _ in owners],
-                               [trial_id(STAGE, stage, batch, r * n) for _, r, n in owners],
+                               trial_id(STAGE, stage, batch, np.array([r * n for _, r, n in owners])),
                                [ladders[j] for j, _, _ in owners])
     if np.any(totals[:, CENSORED_COUNT]):
         raise RuntimeError("a trial between interfaces ran out of steps")

@@ -63,6 +63,7 @@ from ..backend import (
     simulating_cuda,
     simulator_copy,
     simulator_view,
+    upload,
 )
 
 cuda = None  # numba.cuda once a CUDA template is built (see bind_cuda)
@@ -517,6 +518,8 @@ _GATHER_THREADS, _SIMULATED_GATHER_THREADS = 128, 4
 _GATHER_ITEMS, _SIMULATED_GATHER_ITEMS = 8, 2
 assert all(t & (t - 1) == 0 for t in (_GATHER_THREADS, _SIMULATED_GATHER_THREADS)), \
     "the prefix sums need a power of two"
+#: Views of each of a runner's device arrays kept for reuse (:meth:`_RoundMemory.array`).
+_VIEWS_KEPT = 4
 #: The trial counter's start, copied into its device word at every round.
 _ZERO = np.zeros(1, dtype=np.int64)
 
@@ -554,12 +557,15 @@ class _RoundMemory:
         if kept is None or kept.shape[0] < shape[0] or kept.shape[1:] != shape[1:] or kept.dtype != dtype:
             rows = max(shape[0], 2 * kept.shape[0] if kept is not None and kept.shape[1:] == shape[1:] else 0)
             kept = self._arrays[key] = cuda.device_array((rows,) + shape[1:], dtype=dtype)
-            self._views.pop(key, None)
-        # the last view of each array is kept: rounds of a chain mostly repeat their sizes, and a
-        # device view costs numba-cuda about as much host time as a launch
-        view = self._views.get(key)
-        if view is None or view.shape != shape:
-            view = self._views[key] = kept[:shape[0]]
+            self._views[key] = {}
+        # the last few views of each array are kept: a chain's pilot and stage rounds repeat their
+        # sizes, and a device view costs numba-cuda about as much host time as a launch
+        views = self._views[key]
+        view = views.get(shape)
+        if view is None:
+            if len(views) >= _VIEWS_KEPT:
+                del views[next(iter(views))]
+            view = views[shape] = kept[:shape[0]]
         return view
 
     def copied(self, key, host, stream):
@@ -580,7 +586,7 @@ class _RoundMemory:
                 pinned = self._pinned[key] = cuda.pinned_array(max(host.size, grown), dtype=host.dtype)
             staged = pinned[:host.size].reshape(host.shape)
             staged[...] = host
-            view.copy_to_device(staged, stream=stream)
+            upload(view, staged, stream)
         return view
 
     def pool(self, key, pool, stream):
