@@ -511,9 +511,10 @@ def _cpu_trials(kernel):
 
 _CUDA_THREADS_PER_BLOCK = 128
 #: Threads of a block that gathers reached states (``run.kept``; the simulator runs every thread as a
-#: Python thread), and the trials each of them reads: a block takes a tile of their product. 128
-#: threads of 32 registers fit beside another thread's resident trial grid: the Josephson trials
-#: take 80 registers a thread, 6 blocks of 128 a multiprocessor, 61,440 of its 65,536 registers.
+#: Python thread), and the trials each of them reads: a block takes a tile of their product. Small
+#: blocks, so that they find room beside another thread's resident trial grid (the Josephson
+#: trials take 80 registers a thread, 6 blocks of 128 a multiprocessor); the gather's own
+#: registers were not measured.
 _GATHER_THREADS, _SIMULATED_GATHER_THREADS = 128, 4
 _GATHER_ITEMS, _SIMULATED_GATHER_ITEMS = 8, 2
 assert all(t & (t - 1) == 0 for t in (_GATHER_THREADS, _SIMULATED_GATHER_THREADS)), \
@@ -536,7 +537,8 @@ class _RoundMemory:
     round's outputs (34 bytes a trial), its pool (16 or 24 bytes a start state) and its segments,
     and for ``run.kept`` its totals per segment and the reached trials' states, in two buffers
     (:class:`KeptRows`: a round reads its pool from one and keeps its states in the other), and
-    for ``run.cycles`` its walkers' half-cycles, crossings and carried states. What a round uploads
+    for ``run.cycles`` its walkers' half-cycles, crossings and carried states; besides, the gather's
+    offsets (8 bytes a tile of trials) and the last few views of each array. What a round uploads
     goes through a pinned host copy of its own (:meth:`copied`), as large as the largest upload.
     """
 
@@ -581,8 +583,12 @@ class _RoundMemory:
         view = self.array(key, host.shape, host.dtype)
         if host.size:
             pinned = self._pinned.get(key)
-            if pinned is None or pinned.size < host.size or pinned.dtype != host.dtype:
-                grown = 2 * pinned.size if pinned is not None and pinned.dtype == host.dtype else 0
+            if pinned is not None and pinned.dtype != host.dtype:
+                # dropping a pinned copy whose upload may still be queued would free memory the
+                # driver is about to read: each key uploads one kind of array
+                raise RuntimeError(f"upload key {key!r} was used for {pinned.dtype} and then {host.dtype}")
+            if pinned is None or pinned.size < host.size:
+                grown = 2 * pinned.size if pinned is not None else 0
                 pinned = self._pinned[key] = cuda.pinned_array(max(host.size, grown), dtype=host.dtype)
             staged = pinned[:host.size].reshape(host.shape)
             staged[...] = host
@@ -740,8 +746,9 @@ def _cuda_trials(kernel):
         memory = thread_memory()
         run_stream = memory.stream()
         with out_of_memory_as_memory_error(f"a round of {n} trials"):
-            device = [memory.copied(k, a, run_stream) for k, a in enumerate((params, segments, windows, _ZERO))]
-            device.insert(3, memory.pool(3, pool, run_stream))
+            device = [memory.copied(k, a, run_stream) for k, a in
+                      (("params", params), ("segments", segments), ("windows", windows), ("counter", _ZERO))]
+            device.insert(3, memory.pool("pool", pool, run_stream))
             outputs = [memory.array(f"out {k}", shape, dtype) for k, (shape, dtype) in
                        enumerate((((n,), np.int64), ((n,), np.int8), ((n, width), np.float64), ((n,), np.int8)))]
             totals = memory.copied("totals", np.zeros((len(segments), len(TOTAL_COLUMNS)), np.int64), run_stream)
