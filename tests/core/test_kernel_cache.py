@@ -273,9 +273,9 @@ def test_every_cuda_kernel_has_a_stable_key(tmp_path):
     # 17 + 8 of the two Ising kinds (multi-spin: 9 persistent sweeps, one for each rows a thread
     # and counting, and 2 band sweeps, counting or not, each set
     # built from one source: their keys differ by the closure's values), and the rounds' trials (which
-    # total their segments as they end), the gathering of their reached states and the flux walkers'
-    # half-cycles
-    assert len(keys[0]) == 38
+    # total their segments as they end), the gathering of their reached states (copies per tile, their
+    # prefix sums, the rows) and the flux walkers' half-cycles
+    assert len(keys[0]) == 40
     assert all(isinstance(key, str) and len(key) == 64 for _, key in keys[0]), keys[0]
     shared = [name for name, key in keys[0] if [k for _, k in keys[0]].count(key) > 1]
     # the Ising kinds' sum_counts and record kernels: same source and cells
